@@ -1,0 +1,4 @@
+export * from "./errors.ts";
+export * from "./payload.ts";
+export * from "./signing.ts";
+export * from "./views.ts";

@@ -1,0 +1,159 @@
+/**
+ * Resource → JSON, exactly the spec's field lists (§2). Shared by the REST API, the MCP tools and
+ * the webhook payload so that all three always agree. Inputs are structural, so database rows fit.
+ */
+
+export type DnsRecord = { type: string; name: string; value: string; priority?: number };
+
+export type DomainRow = {
+  id: string;
+  domain: string;
+  status: string;
+  dkimTokens: string[];
+  dnsRecords: unknown;
+  catchAllEnabled: boolean;
+  catchAllEndpointId: string | null;
+  verifiedAt: Date | null;
+  lastCheckedAt: Date | null;
+  warning: string | null;
+  createdAt: Date;
+};
+
+export function domainView(d: DomainRow) {
+  return {
+    id: d.id,
+    domain: d.domain,
+    status: d.status,
+    dkimTokens: d.dkimTokens,
+    dnsRecords: d.dnsRecords as DnsRecord[],
+    catchAll: { enabled: d.catchAllEnabled, endpointId: d.catchAllEndpointId },
+    verifiedAt: d.verifiedAt?.toISOString() ?? null,
+    lastCheckedAt: d.lastCheckedAt?.toISOString() ?? null,
+    warning: d.warning,
+    createdAt: d.createdAt.toISOString(),
+  };
+}
+
+export type AddressRow = {
+  id: string;
+  domainId: string;
+  localPart: string;
+  endpointId: string | null;
+  active: boolean;
+  createdAt: Date;
+};
+
+export function addressView(a: AddressRow) {
+  return {
+    id: a.id,
+    domainId: a.domainId,
+    localPart: a.localPart,
+    endpointId: a.endpointId,
+    active: a.active,
+    createdAt: a.createdAt.toISOString(),
+  };
+}
+
+/** The update response adds the domain name and the full address (spec §4 PATCH /addresses). */
+export function addressWithDomainView(a: AddressRow, domain: string) {
+  return { ...addressView(a), domain, address: `${a.localPart}@${domain}` };
+}
+
+export type EndpointRow = {
+  id: string;
+  name: string;
+  type: string;
+  url: string;
+  headers: unknown;
+  timeoutSeconds: number;
+  maxAttempts: number;
+  active: boolean;
+  createdAt: Date;
+};
+
+/** Never includes the secret: it is shown once, by the create response only. */
+export function endpointView(e: EndpointRow) {
+  return {
+    id: e.id,
+    name: e.name,
+    type: e.type,
+    url: e.url,
+    headers: (e.headers ?? {}) as Record<string, string>,
+    timeoutSeconds: e.timeoutSeconds,
+    maxAttempts: e.maxAttempts,
+    active: e.active,
+    createdAt: e.createdAt.toISOString(),
+  };
+}
+
+export type AttachmentRow = { index: number; filename: string; contentType: string; size: number; stored: boolean };
+
+export type EmailRow = {
+  id: string;
+  direction: string;
+  threadId: string;
+  messageId: string;
+  inReplyTo: string | null;
+  fromAddress: string;
+  toAddresses: string[];
+  ccAddresses: string[];
+  subject: string;
+  textBody: string;
+  htmlBody: string;
+  spamVerdict: string | null;
+  spfVerdict: string;
+  dkimVerdict: string;
+  dmarcVerdict: string;
+  receivedAt: Date;
+};
+
+/**
+ * The full Email object. `apiBaseUrl` turns each stored attachment into a download link (the
+ * webhook payload's consumers need one; REST clients get the same field).
+ */
+export function emailView(e: EmailRow, attachments: readonly AttachmentRow[], apiBaseUrl: string) {
+  return {
+    id: e.id,
+    direction: e.direction,
+    threadId: e.threadId,
+    messageId: e.messageId,
+    inReplyTo: e.inReplyTo,
+    fromAddress: e.fromAddress,
+    toAddresses: e.toAddresses,
+    ccAddresses: e.ccAddresses,
+    subject: e.subject,
+    textBody: e.textBody,
+    htmlBody: e.htmlBody,
+    attachments: [...attachments]
+      .sort((a, b) => a.index - b.index)
+      .map((a) => ({
+        filename: a.filename,
+        contentType: a.contentType,
+        size: a.size,
+        stored: a.stored,
+        url: a.stored ? `${apiBaseUrl.replace(/\/$/, "")}/api/v1/emails/${e.id}/attachments/${a.index}` : null,
+      })),
+    spamVerdict: e.spamVerdict,
+    spfVerdict: e.spfVerdict,
+    dkimVerdict: e.dkimVerdict,
+    dmarcVerdict: e.dmarcVerdict,
+    receivedAt: e.receivedAt.toISOString(),
+  };
+}
+
+export type EmailView = ReturnType<typeof emailView>;
+
+export function emailSummaryView(e: EmailRow, attachmentCount: number) {
+  return {
+    id: e.id,
+    direction: e.direction,
+    threadId: e.threadId,
+    messageId: e.messageId,
+    fromAddress: e.fromAddress,
+    toAddresses: e.toAddresses,
+    subject: e.subject,
+    spamVerdict: e.spamVerdict,
+    attachmentCount,
+    receivedAt: e.receivedAt.toISOString(),
+  };
+}

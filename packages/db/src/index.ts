@@ -1,0 +1,6 @@
+export * from "./client.ts";
+export * from "./cursor.ts";
+export * from "./ids.ts";
+export { ensureDatabase, listMigrations, migrate } from "./migrate.ts";
+export { migrationsDir } from "./paths.ts";
+export * from "./time.ts";

@@ -1,0 +1,45 @@
+import type { JobsOptions } from "bullmq";
+import { z } from "zod";
+
+/**
+ * The one catalog of queues. Names are a frozen contract between services (renaming one strands
+ * jobs already in Redis). Payloads carry ids only: message bytes live in Postgres.
+ */
+export type QueueDefinition<S extends z.ZodType> = {
+  name: string;
+  schema: S;
+  defaultJobOptions: JobsOptions;
+};
+
+export type QueueCatalog = Record<string, QueueDefinition<z.ZodType>>;
+
+export const catalog = {
+  /** One job per accepted envelope recipient of a spooled message. jobId = spoolRecipientId. */
+  inbound: {
+    name: "inbound",
+    schema: z.object({ spoolRecipientId: z.string().startsWith("rcp_") }).strict(),
+    defaultJobOptions: {
+      attempts: 8,
+      backoff: { type: "exponential", delay: 2_000 },
+      removeOnComplete: true,
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
+  /** One job per delivery attempt. jobId = `<deliveryId>.<attemptNumber>`. */
+  delivery: {
+    name: "delivery",
+    schema: z.object({ deliveryId: z.string().startsWith("dlv_") }).strict(),
+    defaultJobOptions: {
+      // These attempts cover our own failures (database down); endpoint failures are scheduled
+      // by the dispatcher itself on the Delivery row.
+      attempts: 8,
+      backoff: { type: "exponential", delay: 2_000 },
+      removeOnComplete: true,
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
+} as const satisfies QueueCatalog;
+
+export type Catalog = typeof catalog;
+export type QueueKey = keyof Catalog;
+export type Payload<K extends QueueKey> = z.infer<Catalog[K]["schema"]>;

@@ -1,0 +1,5 @@
+export type { Job, Queue, Worker } from "bullmq";
+export { UnrecoverableError } from "bullmq";
+export * from "./catalog.ts";
+export * from "./queues.ts";
+export * from "./redis.ts";

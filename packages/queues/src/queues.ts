@@ -1,0 +1,48 @@
+import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker, type WorkerOptions } from "bullmq";
+import type { Redis } from "ioredis";
+import { type Catalog, catalog, type Payload, type QueueKey } from "./catalog.ts";
+
+export type QueueOptions = { connection: Redis; prefix: string };
+
+/** A producer for one catalog queue. `enqueue` validates the payload before it reaches Redis. */
+export function createQueue<K extends QueueKey>(key: K, opts: QueueOptions): Queue {
+  const def = catalog[key];
+  return new Queue(def.name, {
+    connection: opts.connection,
+    prefix: opts.prefix,
+    defaultJobOptions: def.defaultJobOptions,
+  });
+}
+
+export async function enqueue<K extends QueueKey>(
+  queue: Queue,
+  key: K,
+  payload: Payload<K>,
+  options: JobsOptions & { jobId: string },
+): Promise<Job> {
+  const def = catalog[key];
+  if (queue.name !== def.name) throw new Error(`queue ${queue.name} is not the ${def.name} queue`);
+  const data = def.schema.parse(payload);
+  return queue.add(def.name, data, options);
+}
+
+export type Handler<K extends QueueKey> = (payload: Payload<K>, job: Job) => Promise<void>;
+
+/** A worker for one catalog queue; a payload that fails its schema fails the job for good. */
+export function createWorker<K extends QueueKey>(
+  key: K,
+  handler: Handler<K>,
+  opts: QueueOptions & Omit<WorkerOptions, "connection" | "prefix">,
+): Worker {
+  const def: Catalog[K] = catalog[key];
+  const { connection, prefix, ...rest } = opts;
+  return new Worker(
+    def.name,
+    async (job: Job) => {
+      const parsed = def.schema.safeParse(job.data);
+      if (!parsed.success) throw new UnrecoverableError(`invalid ${def.name} payload: ${parsed.error.message}`);
+      await handler(parsed.data as Payload<K>, job);
+    },
+    { connection, prefix, ...rest },
+  );
+}

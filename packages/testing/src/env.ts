@@ -1,0 +1,81 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { withDatabase } from "./servers.ts";
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run tests through jest (npm test), whose global setup sets it`);
+  return v;
+}
+
+export type TestEnv = {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Redis key prefix private to this test file (BullMQ `prefix`, rate-limit keys). */
+  redisPrefix: string;
+  /** Deletes this file's Redis keys. The database is dropped by the global teardown. */
+  cleanup(): Promise<void>;
+};
+
+/**
+ * A fresh database (a clone of the migrated template) and a private Redis prefix for one test file.
+ * Call it in `beforeAll`.
+ */
+export async function createTestEnv(): Promise<TestEnv> {
+  const base = required("MAILROOM_TEST_PG");
+  const template = required("MAILROOM_TEST_TEMPLATE");
+  const runId = required("MAILROOM_TEST_RUN");
+  const redisUrl = required("MAILROOM_TEST_REDIS");
+  const suffix = randomBytes(4).toString("hex");
+  const name = `mailroom_test_${runId}_${suffix}`;
+  const admin = new pg.Client({ connectionString: withDatabase(base, "postgres") });
+  await admin.connect();
+  try {
+    // CREATE DATABASE … TEMPLATE needs the template to have no other sessions; retry briefly.
+    for (let i = 0; ; i++) {
+      try {
+        await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
+        break;
+      } catch (err) {
+        if (i >= 20 || (err as { code?: string }).code !== "55006") throw err;
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  const redisPrefix = `mailroom-test:${runId}:${suffix}`;
+  return {
+    databaseUrl: withDatabase(base, name),
+    redisUrl,
+    redisPrefix,
+    async cleanup() {
+      const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+      try {
+        let cursor = "0";
+        do {
+          const [next, keys] = await redis.scan(cursor, "MATCH", `${redisPrefix}:*`, "COUNT", 500);
+          cursor = next;
+          if (keys.length) await redis.del(...keys);
+        } while (cursor !== "0");
+      } finally {
+        redis.disconnect();
+      }
+    },
+  };
+}
+
+/** Polls `probe` until it returns a non-undefined value or the deadline passes. No blind sleeps. */
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | null | false>,
+  { timeoutMs = 15_000, intervalMs = 50, what = "condition" } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== null && value !== false) return value as T;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

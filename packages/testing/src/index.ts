@@ -1,0 +1,3 @@
+export * from "./env.ts";
+export * from "./receiver.ts";
+export * from "./servers.ts";
