@@ -4,7 +4,7 @@ import type { Config } from "jest";
 // `npm run typecheck` does that); the code is ESM, hence --experimental-vm-modules in `npm test`.
 const config: Config = {
   testEnvironment: "node",
-  roots: ["<rootDir>/packages", "<rootDir>/services", "<rootDir>/tools", "<rootDir>/scripts"],
+  roots: ["<rootDir>/packages", "<rootDir>/services", "<rootDir>/tools", "<rootDir>/scripts", "<rootDir>/e2e"],
   testMatch: ["**/*.test.ts"],
   testPathIgnorePatterns: ["/node_modules/"],
   extensionsToTreatAsEsm: [".ts"],

@@ -1,0 +1,188 @@
+import { promises as dns } from "node:dns";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createCursorCodec, createPrisma, type PrismaClient } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { createQueue, createRedis, type Queue } from "@mailroom/queues";
+import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import { createApp } from "../services/api/src/app.ts";
+import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
+import type { DnsResolve } from "../services/rule-engine/src/verdicts.ts";
+import { startRuleEngine } from "../services/rule-engine/src/worker.ts";
+import { createIngestServer } from "../services/smtp-ingest/src/server.ts";
+import { createSender } from "../services/webhook-dispatcher/src/send.ts";
+import { startDispatcher } from "../services/webhook-dispatcher/src/worker.ts";
+import { runCommand } from "../tools/admin/src/commands.ts";
+
+export type Stack = {
+  env: TestEnv;
+  prisma: PrismaClient;
+  apiUrl: string;
+  smtpPort: number;
+  inboundQueue: Queue;
+  deliveryQueue: Queue;
+  /** Admin CLI commands, run in-process against this stack's database. */
+  admin(...argv: string[]): Promise<Record<string, unknown>>;
+  /** A new account with a key; returns the key and a fetch helper bound to it. */
+  account(opts?: { plan?: "free" | "scale"; scope?: "read" | "full" }): Promise<TestAccount>;
+  close(): Promise<void>;
+};
+
+export type TestAccount = {
+  accountId: string;
+  key: string;
+  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>;
+};
+
+export type StackOptions = {
+  allowPrivateDestinations?: boolean;
+  backoffUnitMs?: number;
+  /** DNS for SPF/DKIM/DMARC; default answers nothing (fast NXDOMAIN-like failure, no network). */
+  authResolver?: DnsResolve;
+  maxMessageBytes?: number;
+  services?: { ingest?: boolean; ruleEngine?: boolean; dispatcher?: boolean };
+};
+
+const noDns: DnsResolve = async () => {
+  throw Object.assign(new Error("no DNS in tests"), { code: "ENOTFOUND" });
+};
+
+/**
+ * Every service of mailroom in this process, wired as their main.ts files wire them, on a fresh
+ * database and Redis prefix, listening on ephemeral ports.
+ */
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const env = await createTestEnv();
+  const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+  const prisma = createPrisma(env.databaseUrl, { max: 5 });
+  const producer = createRedis(env.redisUrl, "producer");
+  const worker = createRedis(env.redisUrl, "worker");
+  const inboundQueue = createQueue("inbound", { connection: producer, prefix: env.redisPrefix });
+  const deliveryQueue = createQueue("delivery", { connection: producer, prefix: env.redisPrefix });
+  const allowPrivate = opts.allowPrivateDestinations ?? true;
+  const publicApiUrl = "http://127.0.0.1:0";
+
+  const app = createApp({
+    prisma,
+    redis: producer,
+    logger,
+    bodyLimit: "1mb",
+    cursors: createCursorCodec("test-cursor-secret"),
+    checkDestination: createDestinationCheck({ allowPrivate }),
+    config: {
+      mxHost: "mx.mailroom.test",
+      dkimDomain: "mailroom.test",
+      publicApiUrl,
+      allowPrivateDestinations: allowPrivate,
+    },
+  });
+  const http: Server = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  const apiUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+
+  const services = { ingest: true, ruleEngine: true, dispatcher: true, ...opts.services };
+  const closers: (() => Promise<unknown>)[] = [];
+  let smtpPort = 0;
+  if (services.ingest) {
+    const smtp = createIngestServer({
+      prisma,
+      queue: inboundQueue,
+      logger,
+      hostname: "mx.mailroom.test",
+      maxMessageBytes: opts.maxMessageBytes ?? 26_214_400,
+      maxRecipients: 100,
+      socketTimeoutMs: 30_000,
+      maxConnections: 100,
+      maxConnectionsPerIp: 50,
+      closeTimeoutMs: 500,
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", () => resolve()));
+    smtpPort = (smtp.server.address() as AddressInfo).port;
+    closers.push(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
+  }
+  if (services.ruleEngine) {
+    const engine = startRuleEngine({
+      prisma,
+      logger,
+      deliveryQueue,
+      inboundQueue,
+      connection: worker,
+      prefix: env.redisPrefix,
+      concurrency: 2,
+      sweepIntervalMs: 3_600_000,
+      resolver: opts.authResolver ?? noDns,
+      mtaHostname: "mx.mailroom.test",
+    });
+    closers.push(() => engine.close());
+  }
+  if (services.dispatcher) {
+    const dispatcher = startDispatcher({
+      prisma,
+      queue: deliveryQueue,
+      logger,
+      send: createSender({ allowPrivate, resolver: new dns.Resolver() }),
+      publicApiUrl,
+      backoffUnitMs: opts.backoffUnitMs ?? 60_000,
+      connection: worker,
+      prefix: env.redisPrefix,
+      concurrency: 4,
+    });
+    closers.push(() => dispatcher.close());
+  }
+
+  const admin = async (...argv: string[]) => {
+    const r = await runCommand(prisma, argv);
+    if (!r.ok) throw new Error(`admin ${argv.join(" ")}: ${r.error}`);
+    return r.value;
+  };
+
+  return {
+    env,
+    prisma,
+    apiUrl,
+    smtpPort,
+    inboundQueue,
+    deliveryQueue,
+    admin,
+    async account({ plan = "free", scope = "full" } = {}) {
+      const acc = await admin("accounts", "create", "--name", "test", "--plan", plan);
+      const key = await admin("keys", "create", "--account", String(acc.id), "--scope", scope);
+      return {
+        accountId: String(acc.id),
+        key: String(key.key),
+        async api(method, path, body) {
+          const res = await fetch(`${apiUrl}${path}`, {
+            method,
+            headers: {
+              authorization: `Bearer ${key.key}`,
+              ...(body !== undefined ? { "content-type": "application/json" } : {}),
+            },
+            ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+          });
+          const text = await res.text();
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : null;
+          } catch {
+            /* not JSON: keep the text */
+          }
+          return { status: res.status, body: parsed, headers: res.headers };
+        },
+      };
+    },
+    async close() {
+      for (const c of closers.reverse()) await c().catch(() => undefined);
+      await new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      });
+      await inboundQueue.close();
+      await deliveryQueue.close();
+      producer.disconnect();
+      worker.disconnect();
+      await prisma.$disconnect();
+      await env.cleanup();
+    },
+  };
+}

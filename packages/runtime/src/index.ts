@@ -1,0 +1,42 @@
+import type { Logger } from "@mailroom/log";
+
+export type ShutdownStep = { name: string; close: () => Promise<unknown> | unknown };
+
+/**
+ * One shutdown handler per process. Idempotent; runs the steps in the given order (stop intake →
+ * workers → queues → Redis → Prisma), each failure logged and skipped, then exits. A force-exit
+ * timer (unref'd, so it never holds the process open) ends a shutdown that hangs.
+ */
+export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs = 10_000): () => Promise<void> {
+  let running: Promise<void> | null = null;
+  const shutdown = (signal = "shutdown"): Promise<void> => {
+    if (running) return running;
+    logger.info({ signal }, "shutting down");
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs }, "shutdown timed out; forcing exit");
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    running = (async () => {
+      for (const step of steps) {
+        try {
+          await step.close();
+        } catch (err) {
+          logger.warn({ err, step: step.name }, "shutdown step failed");
+        }
+      }
+      clearTimeout(timer);
+      logger.info("stopped");
+    })();
+    return running;
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM").then(() => process.exit(0)));
+  process.once("SIGINT", () => void shutdown("SIGINT").then(() => process.exit(0)));
+  return () => shutdown();
+}
+
+/** Logs a fatal start-up error as one clear line and exits non-zero. */
+export function fatal(logger: Logger, err: unknown): never {
+  logger.fatal({ err }, err instanceof Error ? err.message : String(err));
+  process.exit(1);
+}

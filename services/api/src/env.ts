@@ -1,0 +1,22 @@
+import { commonEnv, envBoolean, parseEnv } from "@mailroom/config";
+import { z } from "zod";
+
+export const apiEnvSchema = z.object({
+  ...commonEnv,
+  API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  API_HOST: z.string().default("0.0.0.0"),
+  /** Host name of our MX, published in every domain's MX record. */
+  MX_HOST: z.string().min(1).default("mx.mailroom.localhost"),
+  /** Zone under which DKIM CNAME targets live: `<token>.dkim.<DKIM_DOMAIN>`. */
+  DKIM_DOMAIN: z.string().min(1).default("mailroom.localhost"),
+  /** Signs pagination cursors so they cannot be forged. Set the same value on every API replica. */
+  CURSOR_SECRET: z.string().min(8).default("mailroom-dev-cursor-secret"),
+  /** Local development only: lets endpoints point at private addresses (SSRF guard off). */
+  ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
+  /** Largest JSON request body. */
+  API_BODY_LIMIT: z.string().default("1mb"),
+});
+
+export type ApiEnv = z.infer<typeof apiEnvSchema>;
+
+export const loadApiEnv = (source: NodeJS.ProcessEnv = process.env): ApiEnv => parseEnv(apiEnvSchema, source);

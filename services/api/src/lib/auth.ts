@@ -1,0 +1,46 @@
+import { createHash } from "node:crypto";
+import { AppError } from "@mailroom/core";
+import type { PrismaClient } from "@mailroom/db";
+import type { RequestHandler } from "express";
+
+export type KeyScope = "read" | "full";
+export type AuthContext = { accountId: string; keyId: string; scope: KeyScope };
+
+declare global {
+  namespace Express {
+    interface Request {
+      auth?: AuthContext;
+    }
+  }
+}
+
+export const hashApiKey = (key: string): string => createHash("sha256").update(key).digest("hex");
+
+const BEARER = /^Bearer (svc_[A-Za-z0-9_-]{16,200})$/;
+
+/** Resolves `Authorization: Bearer svc_…` to an account. Spec §5: 401 for missing, malformed, unknown or revoked. */
+export async function authenticate(prisma: PrismaClient, header: string | undefined): Promise<AuthContext> {
+  const m = header ? BEARER.exec(header.trim()) : null;
+  if (!m) throw new AppError("unauthorized", "Missing or malformed Authorization header (expected: Bearer svc_…)");
+  const key = await prisma.apiKey.findUnique({ where: { hash: hashApiKey(m[1] as string) } });
+  if (!key || key.revokedAt) throw new AppError("unauthorized", "Invalid or revoked API key");
+  // Keys created before scopes existed (null) keep full access (spec §5.7).
+  return { accountId: key.accountId, keyId: key.id, scope: key.scope === "read" ? "read" : "full" };
+}
+
+export const isReadMethod = (method: string): boolean => method === "GET" || method === "HEAD";
+
+export function requireWrite(auth: AuthContext): void {
+  if (auth.scope !== "full") {
+    throw new AppError("forbidden", "This API key is read-only; a full-access key is needed for this operation");
+  }
+}
+
+/** Authenticates every request and refuses writes by read-only keys before any handler runs. */
+export function authMiddleware(prisma: PrismaClient): RequestHandler {
+  return async (req, _res, next) => {
+    req.auth = await authenticate(prisma, req.header("authorization"));
+    if (!isReadMethod(req.method)) requireWrite(req.auth);
+    next();
+  };
+}

@@ -1,0 +1,52 @@
+import { AppError, ERROR_STATUS, invalid } from "@mailroom/core";
+import type { Logger } from "@mailroom/log";
+import type { ErrorRequestHandler, Request } from "express";
+import type { z } from "zod";
+
+/** Parses with zod; any problem becomes a 400 naming the field and the rule. */
+export function parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const r = schema.safeParse(value ?? {});
+  if (r.success) return r.data;
+  throw invalid(formatIssues(r.error.issues));
+}
+
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "body"}: ${i.message}`)
+    .join("; ");
+}
+
+export function accountOf(req: Request): string {
+  const id = req.auth?.accountId;
+  if (!id) throw new AppError("unauthorized", "Missing or invalid API key");
+  return id;
+}
+
+/** Maps every error to `{ "error": message }` with the code's status; a 500 never leaks internals. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const requestId = String(res.getHeader("X-Request-Id") ?? "");
+    if (err instanceof AppError) {
+      for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+      res.status(err.status).json({ error: err.message });
+      return;
+    }
+    // body-parser errors carry a status and a type.
+    const e = err as { type?: string; status?: number; message?: string };
+    if (e.type === "entity.parse.failed") {
+      res.status(400).json({ error: "body: malformed JSON" });
+      return;
+    }
+    if (e.type === "entity.too.large") {
+      res.status(ERROR_STATUS.payload_too_large).json({ error: "body: request body is too large" });
+      return;
+    }
+    if (e.type === "encoding.unsupported" || e.type === "charset.unsupported") {
+      res.status(415).json({ error: "body: unsupported encoding" });
+      return;
+    }
+    logger.error({ err, requestId, method: req.method, path: req.path }, "unhandled error");
+    res.status(500).json({ error: `Internal server error (request ${requestId})` });
+  };
+}

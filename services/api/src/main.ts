@@ -1,0 +1,45 @@
+import { createCursorCodec, createPrisma } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { createRedis } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
+import { createApp } from "./app.ts";
+import { loadApiEnv } from "./env.ts";
+import { createDestinationCheck } from "./lib/destinations.ts";
+
+const bootLogger = createLogger("api");
+try {
+  const env = loadApiEnv();
+  const logger = createLogger("api", env.LOG_LEVEL);
+  const prisma = createPrisma(env.DATABASE_URL);
+  const redis = createRedis(env.REDIS_URL, "producer");
+  redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+  const app = createApp({
+    prisma,
+    redis,
+    logger,
+    bodyLimit: env.API_BODY_LIMIT,
+    cursors: createCursorCodec(env.CURSOR_SECRET),
+    checkDestination: createDestinationCheck({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS }),
+    config: {
+      mxHost: env.MX_HOST,
+      dkimDomain: env.DKIM_DOMAIN,
+      publicApiUrl: env.PUBLIC_API_URL,
+      allowPrivateDestinations: env.ALLOW_PRIVATE_DESTINATIONS,
+    },
+  });
+  const server = app.listen(env.API_PORT, env.API_HOST, () => {
+    logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on http://${env.API_HOST}:${env.API_PORT}`);
+  });
+  server.on("error", (err) => fatal(logger, err));
+  installShutdown(
+    logger,
+    [
+      { name: "http", close: () => new Promise<void>((resolve) => server.close(() => resolve())) },
+      { name: "redis", close: () => redis.quit() },
+      { name: "prisma", close: () => prisma.$disconnect() },
+    ],
+    env.SHUTDOWN_TIMEOUT_MS,
+  );
+} catch (err) {
+  fatal(bootLogger, err);
+}

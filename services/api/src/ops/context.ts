@@ -1,0 +1,17 @@
+import type { CursorCodec, PrismaClient } from "@mailroom/db";
+import type { Logger } from "@mailroom/log";
+
+/** What the service layer needs; shared by the REST routes and the MCP tools. */
+export type OpsContext = {
+  prisma: PrismaClient;
+  logger: Logger;
+  cursors: CursorCodec;
+  config: {
+    mxHost: string;
+    dkimDomain: string;
+    publicApiUrl: string;
+    allowPrivateDestinations: boolean;
+  };
+  /** SSRF check for endpoint URLs; resolves the host and refuses non-public addresses. */
+  checkDestination: (url: string) => Promise<{ ok: true } | { ok: false; error: string }>;
+};

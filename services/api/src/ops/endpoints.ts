@@ -1,0 +1,123 @@
+import { AppError, endpointView, invalid } from "@mailroom/core";
+import { newId, randomBase62 } from "@mailroom/db";
+import { z } from "zod";
+import { parse } from "../lib/http.ts";
+import type { OpsContext } from "./context.ts";
+
+const RESERVED_HEADERS = new Set([
+  "content-type",
+  "content-length",
+  "host",
+  "connection",
+  "transfer-encoding",
+  "upgrade",
+  "keep-alive",
+  "te",
+  "trailer",
+]);
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
+
+/** Spec §4/§8: up to 10 custom headers; reserved delivery headers (and legacy spellings) refused. */
+export const headersSchema = z.record(z.string(), z.string()).superRefine((h, ctx) => {
+  const names = Object.keys(h);
+  if (names.length > 10) ctx.addIssue({ code: "custom", message: "at most 10 custom headers are allowed" });
+  const seen = new Set<string>();
+  for (const name of names) {
+    const lower = name.toLowerCase();
+    if (!HEADER_NAME.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "is not a valid header name" });
+    else if (RESERVED_HEADERS.has(lower) || lower.startsWith("x-service-") || lower.startsWith("x-inbound-")) {
+      ctx.addIssue({ code: "custom", path: [name], message: "is reserved and cannot be overridden" });
+    } else if (seen.has(lower))
+      ctx.addIssue({ code: "custom", path: [name], message: "is given twice (names are case-insensitive)" });
+    seen.add(lower);
+    const value = h[name] as string;
+    if (/[\r\n\0]/.test(value) || value.length > 2000) {
+      ctx.addIssue({
+        code: "custom",
+        path: [name],
+        message: "value must be at most 2000 characters without line breaks",
+      });
+    }
+  }
+});
+
+const urlSchema = z
+  .string()
+  .max(2048, "must be at most 2048 characters")
+  .refine((u) => {
+    try {
+      const p = new URL(u);
+      return (p.protocol === "https:" || p.protocol === "http:") && p.hostname !== "";
+    } catch {
+      return false;
+    }
+  }, "must be an absolute http or https URL")
+  .refine((u) => {
+    try {
+      const p = new URL(u);
+      return !p.username && !p.password;
+    } catch {
+      return true;
+    }
+  }, "must not contain credentials (use custom headers instead)");
+
+export const createEndpointSchema = z
+  .object({
+    name: z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters").optional(),
+    url: urlSchema,
+    headers: headersSchema.optional(),
+    timeoutSeconds: z
+      .number()
+      .int("must be a whole number")
+      .min(1, "must be 1 to 30")
+      .max(30, "must be 1 to 30")
+      .optional(),
+    maxAttempts: z
+      .number()
+      .int("must be a whole number")
+      .min(1, "must be 1 to 10")
+      .max(10, "must be 1 to 10")
+      .optional(),
+    type: z.enum(["webhook", "slack", "discord"], "must be slack or discord (omit for a webhook)").optional(),
+  })
+  .strict();
+
+export const newEndpointSecret = (): string => `whsec_${randomBase62(40)}`;
+
+export async function assertPublicDestination(ctx: OpsContext, url: string): Promise<void> {
+  const r = await ctx.checkDestination(url);
+  if (!r.ok) throw invalid(`url: ${r.error}`);
+}
+
+export async function createEndpoint(ctx: OpsContext, accountId: string, body: unknown) {
+  const input = parse(createEndpointSchema, body);
+  await assertPublicDestination(ctx, input.url);
+  const secret = newEndpointSecret();
+  const row = await ctx.prisma.endpoint.create({
+    data: {
+      id: newId("endpoint"),
+      accountId,
+      name: input.name ?? new URL(input.url).hostname,
+      type: input.type ?? "webhook",
+      url: input.url,
+      headers: input.headers ?? {},
+      timeoutSeconds: input.timeoutSeconds ?? 10,
+      maxAttempts: input.maxAttempts ?? 5,
+      secret,
+    },
+  });
+  // The one and only time the secret leaves the service.
+  return { ...endpointView(row), secret };
+}
+
+export async function findOwnedEndpoint(ctx: OpsContext, accountId: string, id: string) {
+  const row = await ctx.prisma.endpoint.findFirst({ where: { id, accountId } });
+  if (!row) throw new AppError("not_found", "Endpoint not found");
+  return row;
+}
+
+/** For ids referenced in a body: another account's endpoint is "unknown", a 400 (spec §1). */
+export async function assertEndpointReference(ctx: OpsContext, accountId: string, id: string, field = "endpointId") {
+  const row = await ctx.prisma.endpoint.findFirst({ where: { id, accountId }, select: { id: true } });
+  if (!row) throw invalid(`${field}: unknown endpoint ${id}`);
+}

@@ -1,0 +1,48 @@
+import { createPrisma } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
+import { loadRuleEngineEnv } from "./env.ts";
+import { createDnsResolve } from "./resolver.ts";
+import { startRuleEngine } from "./worker.ts";
+
+const bootLogger = createLogger("rule-engine");
+try {
+  const env = loadRuleEngineEnv();
+  const logger = createLogger("rule-engine", env.LOG_LEVEL);
+  const prisma = createPrisma(env.DATABASE_URL);
+  const workerRedis = createRedis(env.REDIS_URL, "worker");
+  const producerRedis = createRedis(env.REDIS_URL, "worker");
+  checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
+  const inboundQueue = createQueue("inbound", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  const deliveryQueue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  const engine = startRuleEngine({
+    prisma,
+    logger,
+    deliveryQueue,
+    inboundQueue,
+    connection: workerRedis,
+    prefix: env.REDIS_PREFIX,
+    concurrency: env.RULE_ENGINE_CONCURRENCY,
+    sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    resolver: createDnsResolve(
+      env.DNS_SERVERS?.split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+    mtaHostname: env.SMTP_HOSTNAME,
+  });
+  logger.info({ concurrency: env.RULE_ENGINE_CONCURRENCY }, "rule-engine consuming queue inbound");
+  installShutdown(
+    logger,
+    [
+      { name: "worker", close: () => engine.close() },
+      { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close()]) },
+      { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
+      { name: "prisma", close: () => prisma.$disconnect() },
+    ],
+    env.SHUTDOWN_TIMEOUT_MS,
+  );
+} catch (err) {
+  fatal(bootLogger, err);
+}

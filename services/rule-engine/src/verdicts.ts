@@ -1,0 +1,56 @@
+import { authenticate } from "mailauth";
+
+/** The SES verdict set (DESIGN.md §4). */
+export type Verdict = "PASS" | "FAIL" | "GRAY" | "PROCESSING_FAILED";
+
+export type AuthVerdicts = { spf: Verdict; dkim: Verdict; dmarc: Verdict };
+
+/** A DNS resolver with the shape of `dns.promises.resolve(name, rrtype)`; tests point it at a loopback server. */
+export type DnsResolve = (name: string, rrtype: string) => Promise<unknown>;
+
+export type AuthInput = { raw: Buffer; ip: string | null; helo: string | null; mailFrom: string; mta: string };
+
+const mapResult = (result: string | undefined): Verdict => {
+  switch ((result ?? "").toLowerCase()) {
+    case "pass":
+      return "PASS";
+    case "fail":
+    case "softfail":
+    case "policy":
+      return "FAIL";
+    case "temperror":
+    case "permerror":
+      return "PROCESSING_FAILED";
+    default:
+      return "GRAY"; // none, neutral: nothing to say either way
+  }
+};
+
+/** SPF (connecting IP, HELO, MAIL FROM), DKIM and DMARC with mailauth. Never throws. */
+export async function authVerdicts(input: AuthInput, resolver: DnsResolve): Promise<AuthVerdicts> {
+  try {
+    const r = await authenticate(input.raw, {
+      ip: input.ip ?? undefined,
+      helo: input.helo ?? undefined,
+      sender: input.mailFrom || undefined,
+      mta: input.mta,
+      resolver: resolver as never,
+      disableArc: true,
+      disableBimi: true,
+    });
+    const spf = r.spf && typeof r.spf === "object" ? mapResult(r.spf.status?.result) : "GRAY";
+    const dkimResults = (r.dkim?.results ?? []) as { status?: { result?: string } }[];
+    const dkimStatuses = dkimResults.map((d) => mapResult(d.status?.result));
+    const dkim: Verdict = dkimStatuses.includes("PASS")
+      ? "PASS"
+      : dkimStatuses.includes("FAIL")
+        ? "FAIL"
+        : dkimStatuses.includes("PROCESSING_FAILED")
+          ? "PROCESSING_FAILED"
+          : "GRAY";
+    const dmarc = r.dmarc && typeof r.dmarc === "object" ? mapResult(r.dmarc.status?.result) : "GRAY";
+    return { spf, dkim, dmarc };
+  } catch {
+    return { spf: "PROCESSING_FAILED", dkim: "PROCESSING_FAILED", dmarc: "PROCESSING_FAILED" };
+  }
+}

@@ -1,0 +1,39 @@
+import { createWorker, type Queue, type Worker } from "@mailroom/queues";
+import type { Redis } from "ioredis";
+import { type ProcessDeps, processRecipient } from "./process.ts";
+import { sweepPendingRecipients } from "./sweeper.ts";
+
+export type RuleEngine = { worker: Worker; close(): Promise<void> };
+
+/** The `inbound` worker plus the sweeper that re-queues recipients whose jobs were lost. */
+export function startRuleEngine(
+  deps: ProcessDeps & {
+    connection: Redis;
+    prefix: string;
+    inboundQueue: Queue;
+    concurrency: number;
+    sweepIntervalMs: number;
+  },
+): RuleEngine {
+  const worker = createWorker(
+    "inbound",
+    async ({ spoolRecipientId }) => {
+      await processRecipient(deps, spoolRecipientId);
+    },
+    { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency },
+  );
+  worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed"));
+  const timer = setInterval(() => {
+    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger).catch((err) =>
+      deps.logger.warn({ err: (err as Error).message }, "sweep failed"),
+    );
+  }, deps.sweepIntervalMs);
+  timer.unref();
+  return {
+    worker,
+    async close() {
+      clearInterval(timer);
+      await worker.close();
+    },
+  };
+}

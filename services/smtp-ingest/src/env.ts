@@ -1,0 +1,25 @@
+import { commonEnv, parseEnv } from "@mailroom/config";
+import { z } from "zod";
+
+export const ingestEnvSchema = z
+  .object({
+    ...commonEnv,
+    SMTP_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
+    SMTP_HOST: z.string().default("0.0.0.0"),
+    /** Name we give in the banner and EHLO. */
+    SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),
+    MAX_MESSAGE_BYTES: z.coerce.number().int().positive().default(26_214_400),
+    MAX_RECIPIENTS: z.coerce.number().int().positive().default(100),
+    SMTP_TLS_CERT: z.string().optional(),
+    SMTP_TLS_KEY: z.string().optional(),
+    SMTP_SOCKET_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+    SMTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(20),
+    SMTP_MAX_CONNECTIONS: z.coerce.number().int().positive().default(500),
+  })
+  .refine((e) => Boolean(e.SMTP_TLS_CERT) === Boolean(e.SMTP_TLS_KEY), {
+    message: "SMTP_TLS_CERT and SMTP_TLS_KEY must be set together",
+    path: ["SMTP_TLS_CERT"],
+  });
+
+export type IngestEnv = z.infer<typeof ingestEnvSchema>;
+export const loadIngestEnv = (source: NodeJS.ProcessEnv = process.env): IngestEnv => parseEnv(ingestEnvSchema, source);

@@ -1,0 +1,57 @@
+import { readFileSync } from "node:fs";
+import { createPrisma } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
+import { loadIngestEnv } from "./env.ts";
+import { createIngestServer } from "./server.ts";
+
+const bootLogger = createLogger("smtp-ingest");
+try {
+  const env = loadIngestEnv();
+  const logger = createLogger("smtp-ingest", env.LOG_LEVEL);
+  const prisma = createPrisma(env.DATABASE_URL);
+  const redis = createRedis(env.REDIS_URL, "producer");
+  redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+  const queue = createQueue("inbound", { connection: redis, prefix: env.REDIS_PREFIX });
+  checkEvictionPolicy(redis).then((w) => w && logger.warn(w));
+  const server = createIngestServer({
+    prisma,
+    queue,
+    logger,
+    hostname: env.SMTP_HOSTNAME,
+    maxMessageBytes: env.MAX_MESSAGE_BYTES,
+    maxRecipients: env.MAX_RECIPIENTS,
+    socketTimeoutMs: env.SMTP_SOCKET_TIMEOUT_MS,
+    maxConnections: env.SMTP_MAX_CONNECTIONS,
+    maxConnectionsPerIp: env.SMTP_MAX_CONNECTIONS_PER_IP,
+    ...(env.SMTP_TLS_CERT && env.SMTP_TLS_KEY
+      ? { tls: { cert: readFileSync(env.SMTP_TLS_CERT), key: readFileSync(env.SMTP_TLS_KEY) } }
+      : {}),
+  });
+  server.listen(env.SMTP_PORT, env.SMTP_HOST, () => {
+    logger.info(
+      { host: env.SMTP_HOST, port: env.SMTP_PORT },
+      `smtp-ingest listening on ${env.SMTP_HOST}:${env.SMTP_PORT}`,
+    );
+  });
+  installShutdown(
+    logger,
+    [
+      {
+        name: "smtp",
+        close: () =>
+          new Promise<void>((resolve) => {
+            server.shuttingDown();
+            server.close(() => resolve());
+          }),
+      },
+      { name: "queue", close: () => queue.close() },
+      { name: "redis", close: () => redis.quit() },
+      { name: "prisma", close: () => prisma.$disconnect() },
+    ],
+    env.SHUTDOWN_TIMEOUT_MS,
+  );
+} catch (err) {
+  fatal(bootLogger, err);
+}

@@ -1,0 +1,129 @@
+import type { PrismaClient } from "@mailroom/db";
+import type { Logger } from "@mailroom/log";
+import type { Queue } from "@mailroom/queues";
+import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
+import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
+import { decideRecipient, type Route } from "./recipients.ts";
+import { spoolMessage } from "./spool.ts";
+
+export type IngestOptions = {
+  prisma: PrismaClient;
+  queue: Queue;
+  logger: Logger;
+  hostname: string;
+  maxMessageBytes: number;
+  maxRecipients: number;
+  socketTimeoutMs: number;
+  maxConnections: number;
+  maxConnectionsPerIp: number;
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  closeTimeoutMs?: number;
+};
+
+type RoutedAddress = SMTPServerAddress & { route?: Route };
+
+/**
+ * The SMTP ingest server (DESIGN.md §3.1): recipient checks at RCPT, the size limit at DATA, and
+ * `250` only after spoolMessage has made the message and its jobs durable.
+ */
+export function createIngestServer(opts: IngestOptions): SMTPServer & { shuttingDown: () => void } {
+  useOwnEnhancedCodes();
+  const { prisma, queue, logger } = opts;
+  const perIp = new Map<string, number>();
+  let closing = false;
+
+  const server = new SMTPServer({
+    name: opts.hostname,
+    banner: "mailroom ESMTP",
+    size: opts.maxMessageBytes,
+    maxClients: opts.maxConnections,
+    maxRecipients: opts.maxRecipients,
+    socketTimeout: opts.socketTimeoutMs,
+    closeTimeout: opts.closeTimeoutMs ?? 5_000,
+    authOptional: true,
+    disabledCommands: opts.tls ? ["AUTH"] : ["AUTH", "STARTTLS"],
+    hideSTARTTLS: !opts.tls,
+    hideENHANCEDSTATUSCODES: false,
+    hideDSN: true,
+    hidePIPELINING: false,
+    hide8BITMIME: false,
+    hideSMTPUTF8: false,
+    ...(opts.tls ? { cert: opts.tls.cert, key: opts.tls.key } : {}),
+    logger: false,
+
+    onConnect(session, cb) {
+      if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
+      const ip = session.remoteAddress;
+      const n = (perIp.get(ip) ?? 0) + 1;
+      if (n > opts.maxConnectionsPerIp) return cb(smtpError(421, "4.7.0", "Too many connections from your address"));
+      perIp.set(ip, n);
+      cb();
+    },
+    onClose(session) {
+      const n = (perIp.get(session.remoteAddress) ?? 1) - 1;
+      if (n <= 0) perIp.delete(session.remoteAddress);
+      else perIp.set(session.remoteAddress, n);
+    },
+    onMailFrom(_address, _session, cb) {
+      if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
+      cb();
+    },
+    onRcptTo(address: RoutedAddress, _session, cb) {
+      if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
+      decideRecipient(prisma, address.address).then(
+        (d) => {
+          if (!d.ok) return cb(smtpError(d.code, d.enhanced, d.message));
+          address.route = d.route;
+          cb();
+        },
+        (err) => {
+          logger.warn({ err }, "recipient lookup failed");
+          cb(smtpError(451, "4.3.0", "Temporary failure, try again later"));
+        },
+      );
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      stream.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+        // Past the limit we keep reading (the client is still sending) but stop keeping bytes.
+        if (bytes <= opts.maxMessageBytes) chunks.push(chunk);
+      });
+      stream.on("error", (err) => cb(err));
+      stream.on("end", () => {
+        if (stream.sizeExceeded || bytes > opts.maxMessageBytes) {
+          return cb(smtpError(552, "5.3.4", `Message too big for system (limit ${opts.maxMessageBytes} bytes)`));
+        }
+        accept(session, Buffer.concat(chunks, bytes)).then(
+          (spoolId) => cb(null, `2.0.0 Ok: queued as ${spoolId}`),
+          (err) => {
+            logger.error({ err: (err as Error).message }, "could not spool message");
+            cb(smtpError(451, "4.3.0", "Temporary failure storing the message, try again later"));
+          },
+        );
+      });
+    },
+  });
+
+  async function accept(session: SMTPServerSession, raw: Buffer): Promise<string> {
+    const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));
+    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
+    const spoolId = await spoolMessage(prisma, queue, {
+      raw,
+      mailFrom,
+      remoteIp: session.remoteAddress ?? null,
+      helo: session.hostNameAppearsAs ?? null,
+      routes,
+    });
+    logger.info({ spoolId, bytes: raw.length, recipients: routes.length }, "message accepted");
+    return spoolId;
+  }
+
+  server.on("error", (err) => logger.warn({ err: err.message }, "smtp error"));
+  return Object.assign(server, {
+    shuttingDown: () => {
+      closing = true;
+    },
+  });
+}

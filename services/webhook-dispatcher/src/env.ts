@@ -1,0 +1,18 @@
+import { commonEnv, envBoolean, parseEnv } from "@mailroom/config";
+import { z } from "zod";
+
+export const dispatcherEnvSchema = z.object({
+  ...commonEnv,
+  DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(16),
+  /** Length of one backoff "minute". Tests shorten it; production keeps the spec's minute. */
+  BACKOFF_UNIT_MS: z.coerce.number().int().positive().default(60_000),
+  /** Local development only: deliveries may go to private addresses (SSRF guard off). */
+  ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
+  /** Comma-separated DNS servers for endpoint host lookups; default: the system's. */
+  DNS_SERVERS: z.string().optional(),
+  SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
+});
+
+export type DispatcherEnv = z.infer<typeof dispatcherEnvSchema>;
+export const loadDispatcherEnv = (source: NodeJS.ProcessEnv = process.env): DispatcherEnv =>
+  parseEnv(dispatcherEnvSchema, source);

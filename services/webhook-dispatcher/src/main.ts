@@ -1,0 +1,48 @@
+import { promises as dns } from "node:dns";
+import { createPrisma } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
+import { loadDispatcherEnv } from "./env.ts";
+import { createSender } from "./send.ts";
+import { startDispatcher } from "./worker.ts";
+
+const bootLogger = createLogger("webhook-dispatcher");
+try {
+  const env = loadDispatcherEnv();
+  const logger = createLogger("webhook-dispatcher", env.LOG_LEVEL);
+  const prisma = createPrisma(env.DATABASE_URL);
+  const workerRedis = createRedis(env.REDIS_URL, "worker");
+  const producerRedis = createRedis(env.REDIS_URL, "worker");
+  checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
+  const queue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  const resolver = new dns.Resolver({ timeout: 3_000, tries: 2 });
+  const servers = env.DNS_SERVERS?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (servers?.length) resolver.setServers(servers);
+  const dispatcher = startDispatcher({
+    prisma,
+    queue,
+    logger,
+    send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver }),
+    publicApiUrl: env.PUBLIC_API_URL,
+    backoffUnitMs: env.BACKOFF_UNIT_MS,
+    connection: workerRedis,
+    prefix: env.REDIS_PREFIX,
+    concurrency: env.DISPATCHER_CONCURRENCY,
+  });
+  logger.info({ concurrency: env.DISPATCHER_CONCURRENCY }, "webhook-dispatcher consuming queue delivery");
+  installShutdown(
+    logger,
+    [
+      { name: "worker", close: () => dispatcher.close() },
+      { name: "queue", close: () => queue.close() },
+      { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
+      { name: "prisma", close: () => prisma.$disconnect() },
+    ],
+    env.SHUTDOWN_TIMEOUT_MS,
+  );
+} catch (err) {
+  fatal(bootLogger, err);
+}
