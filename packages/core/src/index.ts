@@ -2,3 +2,4 @@ export * from "./errors.ts";
 export * from "./payload.ts";
 export * from "./signing.ts";
 export * from "./views.ts";
+export * from "./shield/index.ts";
