@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "domains" ADD COLUMN     "verifyStartedAt" TIMESTAMPTZ(3);
+
