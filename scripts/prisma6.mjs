@@ -3,9 +3,10 @@
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
-export const root = resolve(import.meta.dirname, "..");
+export const root = fileURLToPath(new URL("..", import.meta.url));
 
 /** Prisma 6 insists on a datasource url; Prisma 7 forbids one. Give the v6 CLI a copy with it. */
 export function withUrl(schemaPath) {

@@ -1,0 +1,49 @@
+// `npm start`: every mailroom service as its own child process, the way they run in production,
+// on one machine. Logs pass through (JSON lines, one `service` field each). A signal is forwarded
+// to all children; if one dies, the others are stopped and the exit code says so.
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const SERVICES = ["api", "smtp-ingest", "rule-engine", "webhook-dispatcher", "domain-verifier"].filter((s) =>
+  existsSync(`${root}/services/${s}/src/main.ts`),
+);
+
+const children = new Map<string, ChildProcess>();
+let stopping = false;
+let exitCode = 0;
+
+function stopAll(signal: NodeJS.Signals) {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children.values()) child.kill(signal);
+  setTimeout(() => process.exit(exitCode || 1), 15_000).unref();
+}
+
+for (const name of SERVICES) {
+  const child = spawn(process.execPath, ["--import", "tsx", `services/${name}/src/main.ts`], {
+    cwd: root,
+    stdio: "inherit",
+    env: process.env,
+  });
+  children.set(name, child);
+  child.on("exit", (code, signal) => {
+    children.delete(name);
+    if (!stopping) {
+      console.error(
+        JSON.stringify({
+          level: 50,
+          service: "start-all",
+          msg: `${name} exited (${code ?? signal}); stopping the others`,
+        }),
+      );
+      exitCode = code || 1;
+      stopAll("SIGTERM");
+    }
+    if (children.size === 0) process.exit(exitCode);
+  });
+}
+
+process.on("SIGINT", () => stopAll("SIGINT"));
+process.on("SIGTERM", () => stopAll("SIGTERM"));

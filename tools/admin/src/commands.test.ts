@@ -1,0 +1,81 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { createPrisma, type PrismaClient } from "@mailroom/db";
+import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import { runCommand } from "./commands.ts";
+
+describe("admin CLI commands", () => {
+  let env: TestEnv;
+  let prisma: PrismaClient;
+  beforeAll(async () => {
+    env = await createTestEnv();
+    prisma = createPrisma(env.databaseUrl, { max: 2 });
+  });
+  afterAll(async () => {
+    await prisma?.$disconnect();
+    await env?.cleanup();
+  });
+
+  const ok = async (...argv: string[]) => {
+    const r = await runCommand(prisma, argv);
+    if (!r.ok) throw new Error(r.error);
+    return r.value;
+  };
+
+  it("creates an account on the free plan by default, or on scale", async () => {
+    expect(await ok("accounts", "create", "--name", "Acme")).toMatchObject({ name: "Acme", plan: "free" });
+    const scale = await ok("accounts", "create", "--name", "Big", "--plan", "scale");
+    expect(scale.plan).toBe("scale");
+    expect(String(scale.id)).toMatch(/^acc_/);
+    expect(await ok("accounts", "set-plan", "--account", String(scale.id), "--plan", "free")).toEqual({
+      id: scale.id,
+      plan: "free",
+    });
+  });
+
+  it("prints a key once, stores only its hash, defaults to read-only, and revokes", async () => {
+    const acc = await ok("accounts", "create", "--name", "Keys");
+    const k = await ok("keys", "create", "--account", String(acc.id));
+    expect(k.scope).toBe("read");
+    expect(String(k.key)).toMatch(/^svc_[0-9A-Za-z]{43}$/);
+    const row = await prisma.apiKey.findUniqueOrThrow({ where: { id: String(k.id) } });
+    expect(row.hash).toBe(createHash("sha256").update(String(k.key)).digest("hex"));
+    expect(JSON.stringify(row)).not.toContain(String(k.key));
+    const full = await ok("keys", "create", "--account", String(acc.id), "--scope", "full");
+    expect(full.scope).toBe("full");
+    await ok("keys", "revoke", "--key", String(k.id));
+    expect((await prisma.apiKey.findUniqueOrThrow({ where: { id: String(k.id) } })).revokedAt).not.toBeNull();
+  });
+
+  it("marks a domain verified only with --force", async () => {
+    const acc = await ok("accounts", "create", "--name", "Dom");
+    await prisma.domain.create({
+      data: {
+        id: "dom_admintest00000001",
+        accountId: String(acc.id),
+        domain: "admin-test.com",
+        dkimTokens: [],
+        dnsRecords: [],
+      },
+    });
+    expect(await runCommand(prisma, ["domains", "verify", "--domain", "admin-test.com"])).toMatchObject({ ok: false });
+    expect(await ok("domains", "verify", "--domain", "Admin-Test.com.", "--force")).toMatchObject({
+      status: "verified",
+    });
+    expect((await prisma.domain.findUniqueOrThrow({ where: { domain: "admin-test.com" } })).status).toBe("verified");
+  });
+
+  it.each([
+    [["accounts", "create"], "--name is required"],
+    [["accounts", "create", "--name", "x", "--plan", "gold"], "--plan must be free or scale"],
+    [["keys", "create", "--account", "acc_missing"], "not found"],
+    [["keys", "create", "--account", "acc_x", "--scope", "admin"], "--scope must be read or full"],
+    [["keys", "revoke", "--key", "key_missing"], "not found"],
+    [["domains", "verify", "--domain", "nope.com", "--force"], "not found"],
+    [["bogus"], "unknown command"],
+  ])("refuses %j with a clear error", async (argv, message) => {
+    const r = await runCommand(prisma, argv);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error).toContain(message);
+  });
+});
