@@ -3,3 +3,4 @@ export * from "./payload.ts";
 export * from "./signing.ts";
 export * from "./views.ts";
 export * from "./shield/index.ts";
+export * from "./plans.ts";

@@ -1,4 +1,2 @@
-/** Monthly allotment of received messages per plan (blocked mail included). See docs/decisions.md. */
-export const MONTHLY_ALLOTMENT: Record<string, number> = { free: 3_000, scale: 1_000_000 };
-
-export const monthKey = (d: Date): string => d.toISOString().slice(0, 7);
+// Plan constants live in @mailroom/core (shared with the API); re-exported for this service's imports.
+export { MONTHLY_ALLOTMENT, monthKey } from "@mailroom/core";
