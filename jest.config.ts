@@ -20,6 +20,7 @@ const config: Config = {
   globalSetup: "<rootDir>/packages/testing/src/global-setup.ts",
   globalTeardown: "<rootDir>/packages/testing/src/global-teardown.ts",
   testTimeout: 60_000,
+  reporters: ["default", "<rootDir>/scripts/jest-summary-reporter.cjs"],
   maxWorkers: 2,
 };
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the mail-path tests use: rspamd (spam verdicts), postfix (relay test)
+# and swaks (SMTP client). Idempotent: installs only what is missing; never starts or configures the
+# system postfix (the relay test runs its own instance from a private config directory).
+# Usage: bash scripts/install-mail-tools.sh [rspamd] [postfix] [swaks]   (default: all three)
+set -euo pipefail
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=(rspamd postfix swaks)
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+# "No configuration": the package installs binaries only and leaves /etc/postfix alone.
+echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
+echo "postfix postfix/mailname string mailroom.localhost" | $SUDO debconf-set-selections
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The README's test command: install, then typecheck, lint and the whole jest suite against the
+# local PostgreSQL and Redis (TEST_DATABASE_URL / TEST_REDIS_URL override them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure-node.sh
+bash scripts/install-deps.sh
+if [ -f scripts/setup-test-tools.sh ]; then bash scripts/setup-test-tools.sh; fi
+npm run -s typecheck
+npm run -s lint
+npm test
