@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "deliveries" ADD COLUMN     "attemptBase" INTEGER NOT NULL DEFAULT 0;
+
