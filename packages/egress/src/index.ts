@@ -1,0 +1,2 @@
+export * from "./lookup.ts";
+export * from "./request.ts";
