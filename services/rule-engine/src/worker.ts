@@ -1,6 +1,7 @@
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { type ProcessDeps, processRecipient } from "./process.ts";
+import { createShield } from "./shield.ts";
 import { sweepPendingRecipients } from "./sweeper.ts";
 
 export type RuleEngine = { worker: Worker; close(): Promise<void> };
@@ -15,10 +16,11 @@ export function startRuleEngine(
     sweepIntervalMs: number;
   },
 ): RuleEngine {
+  const processDeps: ProcessDeps = { ...deps, shield: deps.shield ?? createShield(deps.prisma) };
   const worker = createWorker(
     "inbound",
     async ({ spoolRecipientId }) => {
-      await processRecipient(deps, spoolRecipientId);
+      await processRecipient(processDeps, spoolRecipientId);
     },
     { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency },
   );

@@ -1,16 +1,20 @@
 import { Router } from "express";
 import type { OpsContext } from "../ops/context.ts";
+import { accountRouter } from "./account.ts";
 import { addressesRouter } from "./addresses.ts";
 import { domainsRouter } from "./domains.ts";
 import { emailsRouter } from "./emails.ts";
 import { endpointsRouter } from "./endpoints.ts";
+import { threadsRouter } from "./threads.ts";
 
-/** /api/v1: one router per resource. Handlers only translate HTTP ↔ the service layer in ../ops. */
+/** /api/v1: one router per resource, one line each. Handlers only translate HTTP ↔ the service layer in ../ops. */
 export function v1Router(ctx: OpsContext): Router {
   const r = Router();
   r.use(domainsRouter(ctx));
   r.use(addressesRouter(ctx));
   r.use(endpointsRouter(ctx));
   r.use(emailsRouter(ctx));
+  r.use(threadsRouter(ctx));
+  r.use(accountRouter(ctx));
   return r;
 }
