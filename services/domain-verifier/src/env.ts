@@ -1,0 +1,36 @@
+import { commonEnv, parseEnv } from "@mailroom/config";
+import { z } from "zod";
+import { assertDnsServers, parseDnsServers } from "./dns.ts";
+
+/** `DNS_SERVERS`: comma-separated `host` or `host:port` entries; unset or empty: the system's resolvers. */
+export const dnsServersEnv = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    const servers = parseDnsServers(v);
+    try {
+      assertDnsServers(servers);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: `not a list of DNS servers (${(err as Error).message})` });
+      return z.NEVER;
+    }
+    return servers;
+  });
+
+export const verifierEnvSchema = z.object({
+  ...commonEnv,
+  DNS_SERVERS: dnsServersEnv,
+  /** Per-try DNS timeout; a lookup gives up after (tries + 1) × this at the latest. */
+  DNS_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  DNS_TRIES: z.coerce.number().int().min(1).max(10).default(2),
+  /** How often each replica looks for due checks. */
+  VERIFY_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(15_000),
+  VERIFY_BATCH_SIZE: z.coerce.number().int().positive().default(50),
+  VERIFY_CONCURRENCY: z.coerce.number().int().positive().default(8),
+  /** A claimed domain is hidden from other replicas this long; must exceed one check's worst case. */
+  VERIFY_LEASE_MS: z.coerce.number().int().positive().default(120_000),
+});
+
+export type VerifierEnv = z.infer<typeof verifierEnvSchema>;
+export const loadVerifierEnv = (source: NodeJS.ProcessEnv = process.env): VerifierEnv =>
+  parseEnv(verifierEnvSchema, source);

@@ -1,0 +1,36 @@
+import { createPrisma } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { fatal, installShutdown } from "@mailroom/runtime";
+import { createDomainDns } from "./dns.ts";
+import { loadVerifierEnv } from "./env.ts";
+import { startVerifier } from "./verifier.ts";
+
+const bootLogger = createLogger("domain-verifier");
+try {
+  const env = loadVerifierEnv();
+  const logger = createLogger("domain-verifier", env.LOG_LEVEL);
+  const prisma = createPrisma(env.DATABASE_URL);
+  const verifier = startVerifier({
+    prisma,
+    logger,
+    dns: createDomainDns({ servers: env.DNS_SERVERS, timeoutMs: env.DNS_TIMEOUT_MS, tries: env.DNS_TRIES }),
+    pollIntervalMs: env.VERIFY_POLL_INTERVAL_MS,
+    batchSize: env.VERIFY_BATCH_SIZE,
+    concurrency: env.VERIFY_CONCURRENCY,
+    leaseMs: env.VERIFY_LEASE_MS,
+  });
+  logger.info(
+    { dnsServers: env.DNS_SERVERS.length ? env.DNS_SERVERS : "system", pollIntervalMs: env.VERIFY_POLL_INTERVAL_MS },
+    "domain-verifier checking pending and verified domains",
+  );
+  installShutdown(
+    logger,
+    [
+      { name: "verifier", close: () => verifier.close() },
+      { name: "prisma", close: () => prisma.$disconnect() },
+    ],
+    env.SHUTDOWN_TIMEOUT_MS,
+  );
+} catch (err) {
+  fatal(bootLogger, err);
+}
