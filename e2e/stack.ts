@@ -2,6 +2,7 @@ import { promises as dns } from "node:dns";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createCursorCodec, createPrisma, type PrismaClient } from "@mailroom/db";
+import { type DomainDns, startVerifier } from "@mailroom/domain-verifier";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
@@ -40,7 +41,11 @@ export type StackOptions = {
   /** DNS for SPF/DKIM/DMARC; default answers nothing (fast NXDOMAIN-like failure, no network). */
   authResolver?: DnsResolve;
   maxMessageBytes?: number;
-  services?: { ingest?: boolean; ruleEngine?: boolean; dispatcher?: boolean };
+  services?: { ingest?: boolean; ruleEngine?: boolean; dispatcher?: boolean; domainVerifier?: boolean };
+  /** DNS for domain verification (POST /domains/{id}/verify and the verifier loop); default: the system's. */
+  domainDns?: DomainDns;
+  /** The verifier loop's clock (move it ahead to skip the 1 m first-check delay) and poll interval. */
+  verifier?: { now?: () => Date; pollIntervalMs?: number };
 };
 
 const noDns: DnsResolve = async () => {
@@ -69,6 +74,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     bodyLimit: "1mb",
     cursors: createCursorCodec("test-cursor-secret"),
     checkDestination: createDestinationCheck({ allowPrivate }),
+    ...(opts.domainDns ? { domainDns: opts.domainDns } : {}),
     config: {
       mxHost: "mx.mailroom.test",
       dkimDomain: "mailroom.test",
@@ -81,7 +87,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   });
   const apiUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
 
-  const services = { ingest: true, ruleEngine: true, dispatcher: true, ...opts.services };
+  const services = { ingest: true, ruleEngine: true, dispatcher: true, domainVerifier: false, ...opts.services };
   const closers: (() => Promise<unknown>)[] = [];
   let smtpPort = 0;
   if (services.ingest) {
@@ -129,6 +135,21 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       concurrency: 4,
     });
     closers.push(() => dispatcher.close());
+  }
+
+  if (services.domainVerifier) {
+    if (!opts.domainDns) throw new Error("startStack: services.domainVerifier needs domainDns (a loopback DNS server)");
+    const verifier = startVerifier({
+      prisma,
+      logger,
+      dns: opts.domainDns,
+      ...(opts.verifier?.now ? { now: opts.verifier.now } : {}),
+      pollIntervalMs: opts.verifier?.pollIntervalMs ?? 100,
+      batchSize: 20,
+      concurrency: 4,
+      leaseMs: 60_000,
+    });
+    closers.push(() => verifier.close());
   }
 
   const admin = async (...argv: string[]) => {

@@ -1,4 +1,5 @@
 import { commonEnv, envBoolean, parseEnv } from "@mailroom/config";
+import { dnsServersEnv } from "@mailroom/domain-verifier";
 import { z } from "zod";
 
 export const apiEnvSchema = z.object({
@@ -15,6 +16,8 @@ export const apiEnvSchema = z.object({
   ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
   /** Largest JSON request body. */
   API_BODY_LIMIT: z.string().default("1mb"),
+  /** DNS servers for `POST /domains/{id}/verify` (comma-separated host or host:port); default: the system's. */
+  DNS_SERVERS: dnsServersEnv,
 });
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;

@@ -1,4 +1,5 @@
 import { createCursorCodec, createPrisma } from "@mailroom/db";
+import { createDomainDns } from "@mailroom/domain-verifier";
 import { createLogger } from "@mailroom/log";
 import { createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
@@ -20,6 +21,7 @@ try {
     bodyLimit: env.API_BODY_LIMIT,
     cursors: createCursorCodec(env.CURSOR_SECRET),
     checkDestination: createDestinationCheck({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS }),
+    domainDns: createDomainDns({ servers: env.DNS_SERVERS }),
     config: {
       mxHost: env.MX_HOST,
       dkimDomain: env.DKIM_DOMAIN,

@@ -1,7 +1,8 @@
-import type { PrismaClient } from "@mailroom/db";
+import type { DomainModel, PrismaClient } from "@mailroom/db";
 import { type DomainPatch, type DomainState, pendingDelayMs } from "./lifecycle.ts";
 
-export type DomainRecordRow = DomainState & { id: string };
+/** A full domain row; the lifecycle reads only the DomainState part. */
+export type DomainRecordRow = DomainModel & DomainState;
 
 /**
  * Claims up to `limit` domains whose check is due, for this replica alone: the row lock with SKIP

@@ -1,4 +1,5 @@
 import type { CursorCodec, PrismaClient } from "@mailroom/db";
+import type { DomainDns } from "@mailroom/domain-verifier";
 import type { Logger } from "@mailroom/log";
 
 /** What the service layer needs; shared by the REST routes and the MCP tools. */
@@ -14,4 +15,6 @@ export type OpsContext = {
   };
   /** SSRF check for endpoint URLs; resolves the host and refuses non-public addresses. */
   checkDestination: (url: string) => Promise<{ ok: true } | { ok: false; error: string }>;
+  /** DNS for `POST /domains/{id}/verify` (DNS_SERVERS); default: the system's resolvers. */
+  domainDns?: DomainDns;
 };

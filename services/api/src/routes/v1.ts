@@ -2,6 +2,7 @@ import { Router } from "express";
 import type { OpsContext } from "../ops/context.ts";
 import { addressesRouter } from "./addresses.ts";
 import { blocksRouter } from "./blocks.ts";
+import { domainVerifyRouter } from "./domain-verify.ts";
 import { domainsRouter } from "./domains.ts";
 import { emailsRouter } from "./emails.ts";
 import { endpointsRouter } from "./endpoints.ts";
@@ -11,6 +12,7 @@ import { shieldRulesRouter } from "./shield-rules.ts";
 export function v1Router(ctx: OpsContext): Router {
   const r = Router();
   r.use(domainsRouter(ctx));
+  r.use(domainVerifyRouter(ctx));
   r.use(addressesRouter(ctx));
   r.use(endpointsRouter(ctx));
   r.use(emailsRouter(ctx));
