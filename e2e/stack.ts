@@ -8,6 +8,7 @@ import { createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import { createApp } from "../services/api/src/app.ts";
 import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
+import type { RateLimitConfig } from "../services/api/src/lib/rate-limit.ts";
 import type { DnsResolve } from "../services/rule-engine/src/verdicts.ts";
 import { startRuleEngine } from "../services/rule-engine/src/worker.ts";
 import { createIngestServer } from "../services/smtp-ingest/src/server.ts";
@@ -41,6 +42,8 @@ export type StackOptions = {
   /** DNS for SPF/DKIM/DMARC; default answers nothing (fast NXDOMAIN-like failure, no network). */
   authResolver?: DnsResolve;
   maxMessageBytes?: number;
+  /** API rate limit; default: fixed window, 100 000 requests per minute (never reached by a test). */
+  rateLimit?: Partial<RateLimitConfig>;
   services?: { ingest?: boolean; ruleEngine?: boolean; dispatcher?: boolean; domainVerifier?: boolean };
   /** DNS for domain verification (POST /domains/{id}/verify and the verifier loop); default: the system's. */
   domainDns?: DomainDns;
@@ -72,6 +75,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     redis: producer,
     logger,
     bodyLimit: "1mb",
+    rateLimit: { limit: 100_000, windowSeconds: 60, algorithm: "fixed", prefix: env.redisPrefix, ...opts.rateLimit },
     cursors: createCursorCodec("test-cursor-secret"),
     checkDestination: createDestinationCheck({ allowPrivate }),
     ...(opts.domainDns ? { domainDns: opts.domainDns } : {}),

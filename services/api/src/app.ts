@@ -1,13 +1,22 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "@mailroom/core";
-import express, { type Express } from "express";
+import express, { type Express, type RequestHandler } from "express";
 import type { Redis } from "ioredis";
 import { authMiddleware } from "./lib/auth.ts";
 import { errorHandler } from "./lib/http.ts";
+import { buildOpenApi } from "./lib/openapi.ts";
+import { type RateLimitConfig, rateLimitMiddleware } from "./lib/rate-limit.ts";
+import { documented } from "./lib/route.ts";
+import { allowedMethods, type RegisteredRoute, registeredRoutes } from "./lib/routes-walk.ts";
+import { mcpRouter } from "./mcp/http.ts";
 import type { OpsContext } from "./ops/context.ts";
+import { outboundBodyParser } from "./routes/outbound.ts";
 import { v1Router } from "./routes/v1.ts";
 
-export type AppDeps = OpsContext & { redis: Redis; bodyLimit: string };
+export type AppDeps = OpsContext & { redis: Redis; bodyLimit: string; rateLimit?: RateLimitConfig };
+
+const API_VERSION = "1.0.0";
+const DEFAULT_RATE_LIMIT: RateLimitConfig = { limit: 600, windowSeconds: 60, algorithm: "sliding", prefix: "mailroom" };
 
 /** Builds the express app; main.ts only listens. Tests drive this same app over real HTTP. */
 export function createApp(deps: AppDeps): Express {
@@ -16,7 +25,8 @@ export function createApp(deps: AppDeps): Express {
   app.set("trust proxy", false);
 
   app.use((req, res, next) => {
-    const id = req.header("x-request-id")?.slice(0, 100) || randomUUID();
+    const given = req.header("x-request-id");
+    const id = given && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
     res.setHeader("X-Request-Id", id);
     next();
   });
@@ -39,15 +49,61 @@ export function createApp(deps: AppDeps): Express {
     res.status(ok ? 200 : 503).json({ ok, postgres: db, redis });
   });
 
-  // Authenticate before parsing, so an anonymous caller learns nothing but 401.
+  // Routes are read off the finished app once, on first use (the OpenAPI document and 405s).
+  let routes: RegisteredRoute[] | undefined;
+  const allRoutes = () => {
+    routes ??= registeredRoutes(app).filter((r) => r.path.startsWith("/api/v1/"));
+    return routes;
+  };
+  let openapi: unknown;
+
+  // The contract is public, like any API's reference: no key needed to read it.
+  app.get(
+    "/api/v1/openapi.json",
+    documented(
+      {
+        tag: "Meta",
+        summary: "This OpenAPI 3.1 document",
+        public: true,
+        responses: { 200: { description: "OpenAPI 3.1 document" } },
+      },
+      (_req, res) => {
+        openapi ??= buildOpenApi(allRoutes(), { version: API_VERSION });
+        res.json(openapi);
+      },
+    ),
+  );
+
+  // Authenticate before parsing, so an anonymous caller learns nothing but 401; then the per-key
+  // rate limit, which also sets the RateLimit-* headers of every authenticated response.
   app.use(
     "/api/v1",
     authMiddleware(deps.prisma),
+    rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
+    outboundBodyParser(),
     express.json({ limit: deps.bodyLimit, type: () => true }),
     v1Router(deps),
   );
+  app.use("/mcp", mcpRouter(deps, { bodyLimit: deps.bodyLimit }));
 
-  app.use((req, _res, next) => next(new AppError("not_found", `No route for ${req.method} ${req.path}`)));
+  app.use(notFoundOrMethodNotAllowed(allRoutes));
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/** 405 with `Allow` when the path exists under another method, else 404. */
+function notFoundOrMethodNotAllowed(routes: () => RegisteredRoute[]): RequestHandler {
+  return (req, res, next) => {
+    const allow = allowedMethods(routes(), req.path);
+    if (allow.length > 0) {
+      res.setHeader("Allow", allow.join(", "));
+      return next(
+        new AppError(
+          "method_not_allowed",
+          `Method ${req.method} is not allowed on ${req.path}; allowed: ${allow.join(", ")}`,
+        ),
+      );
+    }
+    next(new AppError("not_found", `No route for ${req.method} ${req.path}`));
+  };
 }

@@ -14,8 +14,13 @@ export const apiEnvSchema = z.object({
   CURSOR_SECRET: z.string().min(8).default("mailroom-dev-cursor-secret"),
   /** Local development only: lets endpoints point at private addresses (SSRF guard off). */
   ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
-  /** Largest JSON request body. */
+  /** Largest JSON request body (larger → 413). */
   API_BODY_LIMIT: z.string().default("1mb"),
+  /** Requests per window per API key (counted in Redis, shared by all replicas); 0 disables. */
+  RATE_LIMIT_REQUESTS: z.coerce.number().int().min(0).default(600),
+  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /** `sliding` (the previous window's count weighted by its overlap; smooth) or `fixed` (a counter per window). */
+  RATE_LIMIT_ALGORITHM: z.enum(["sliding", "fixed"]).default("sliding"),
   /** DNS servers for `POST /domains/{id}/verify` (comma-separated host or host:port); default: the system's. */
   DNS_SERVERS: dnsServersEnv,
 });

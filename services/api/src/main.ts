@@ -19,6 +19,12 @@ try {
     redis,
     logger,
     bodyLimit: env.API_BODY_LIMIT,
+    rateLimit: {
+      limit: env.RATE_LIMIT_REQUESTS,
+      windowSeconds: env.RATE_LIMIT_WINDOW_SECONDS,
+      algorithm: env.RATE_LIMIT_ALGORITHM,
+      prefix: env.REDIS_PREFIX,
+    },
     cursors: createCursorCodec(env.CURSOR_SECRET),
     checkDestination: createDestinationCheck({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS }),
     domainDns: createDomainDns({ servers: env.DNS_SERVERS }),

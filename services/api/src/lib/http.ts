@@ -4,16 +4,19 @@ import type { ErrorRequestHandler, Request } from "express";
 import type { z } from "zod";
 
 /** Parses with zod; any problem becomes a 400 naming the field and the rule. */
-export function parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+export function parse<S extends z.ZodType>(schema: S, value: unknown, where = "body"): z.infer<S> {
   const r = schema.safeParse(value ?? {});
   if (r.success) return r.data;
-  throw invalid(formatIssues(r.error.issues));
+  throw invalid(formatIssues(r.error.issues, where));
 }
 
-export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+/** Query strings: same rules, and a problem without a field is reported against `query`. */
+export const parseQuery = <S extends z.ZodType>(schema: S, value: unknown): z.infer<S> => parse(schema, value, "query");
+
+export function formatIssues(issues: readonly z.core.$ZodIssue[], where = "body"): string {
   return issues
     .slice(0, 3)
-    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "body"}: ${i.message}`)
+    .map((i) => `${i.path.length ? i.path.map(String).join(".") : where}: ${i.message}`)
     .join("; ");
 }
 

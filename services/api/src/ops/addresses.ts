@@ -1,22 +1,34 @@
 import { AppError, addressView, addressWithDomainView, invalid, normalizeLocalPart } from "@mailroom/core";
 import { newId, Prisma } from "@mailroom/db";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
+import { parse, parseQuery } from "../lib/http.ts";
+import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
+import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 import { assertEndpointReference } from "./endpoints.ts";
 
 export const createAddressSchema = z
   .object({
-    domainId: z.string().min(1, "is required"),
-    localPart: z.string(),
-    endpointId: z.string().min(1).nullable().optional(),
+    domainId: z.string({ error: "is required and must be a domain id" }).min(1, "is required"),
+    localPart: z.string({ error: "is required and must be a string" }).describe("1 to 64 of a-z 0-9 . _ + -"),
+    endpointId: z
+      .string({ error: "must be an endpoint id or null" })
+      .min(1, "must not be empty")
+      .nullable()
+      .optional()
+      .describe("omit or null for a store-only address"),
   })
   .strict();
 
 export const updateAddressSchema = z
   .object({
-    endpointId: z.string().min(1).nullable().optional(),
-    active: z.boolean().optional(),
+    endpointId: z
+      .string({ error: "must be an endpoint id or null" })
+      .min(1, "must not be empty")
+      .nullable()
+      .optional()
+      .describe("null makes the address store-only"),
+    active: z.boolean({ error: "must be true or false" }).optional(),
   })
   .strict()
   .refine((b) => b.endpointId !== undefined || b.active !== undefined, {
@@ -62,4 +74,34 @@ export async function updateAddress(ctx: OpsContext, accountId: string, id: stri
     },
   });
   return addressWithDomainView(row, existing.domain.domain);
+}
+
+export const listAddressesQuery = z
+  .object({
+    ...pageQueryShape,
+    domainId: z.string({ error: "must be a single domain id" }).min(1, "must not be empty").optional(),
+  })
+  .strict();
+
+export async function listAddresses(ctx: OpsContext, accountId: string, query: unknown) {
+  const q = parseQuery(listAddressesQuery, query);
+  const pos = decodeCursor(ctx.cursors, q.cursor);
+  const rows = await ctx.prisma.address.findMany({
+    where: { accountId, ...(q.domainId ? { domainId: q.domainId } : {}), ...after("createdAt", pos) },
+    orderBy: newestFirst("createdAt"),
+    take: q.limit + 1,
+  });
+  return toPage(ctx.cursors, rows, q.limit, (r) => r.createdAt, addressView);
+}
+
+export async function getAddress(ctx: OpsContext, accountId: string, id: string) {
+  const row = await ctx.prisma.address.findFirst({ where: { id, accountId } });
+  if (!row) throw new AppError("not_found", "Address not found");
+  return addressView(row);
+}
+
+/** Frees the local part (mail to it falls to the catch-all, if enabled). Stored emails stay. */
+export async function deleteAddress(ctx: OpsContext, accountId: string, id: string): Promise<void> {
+  const r = await ctx.prisma.address.deleteMany({ where: { id, accountId } });
+  if (r.count === 0) throw new AppError("not_found", "Address not found");
 }

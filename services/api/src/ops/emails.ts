@@ -1,5 +1,66 @@
-import { AppError, emailView } from "@mailroom/core";
+import { AppError, emailSummaryView, emailView } from "@mailroom/core";
+import { Prisma } from "@mailroom/db";
+import { z } from "zod";
+import { parseQuery } from "../lib/http.ts";
+import { decodeCursor, toPage } from "../lib/pagination.ts";
+import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
+import { EMAIL_SEARCH_DOCUMENT } from "./email-search.ts";
+
+const single = (what: string) => z.string({ error: `must be a single ${what}` }).min(1, "must not be empty");
+const instant = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00Z" });
+
+export const listEmailsQuery = z
+  .object({
+    ...pageQueryShape,
+    threadId: single("thread id").optional(),
+    domainId: single("domain id").optional(),
+    addressId: single("address id").optional(),
+    direction: z.enum(["inbound", "outbound"], "must be inbound or outbound").optional(),
+    from: single("string")
+      .max(320, "must be at most 320 characters")
+      .optional()
+      .describe("case-insensitive substring of the sender address"),
+    receivedAfter: instant.optional().describe("only emails received strictly after this instant"),
+    receivedBefore: instant.optional().describe("only emails received strictly before this instant"),
+    q: single("string")
+      .max(200, "must be at most 200 characters")
+      .optional()
+      .describe('full-text search over subject, sender and text body (web-search syntax: words, "phrases", -not, or)'),
+  })
+  .strict();
+
+const withCount = { _count: { select: { attachments: true } } } as const;
+
+export async function listEmails(ctx: OpsContext, accountId: string, query: unknown) {
+  const q = parseQuery(listEmailsQuery, query);
+  const pos = decodeCursor(ctx.cursors, q.cursor);
+  const where: Prisma.Sql[] = [Prisma.sql`"accountId" = ${accountId}`];
+  if (q.threadId) where.push(Prisma.sql`"threadId" = ${q.threadId}`);
+  if (q.domainId) where.push(Prisma.sql`"domainId" = ${q.domainId}`);
+  if (q.addressId) where.push(Prisma.sql`"addressId" = ${q.addressId}`);
+  if (q.direction) where.push(Prisma.sql`"direction" = ${q.direction}`);
+  if (q.from) where.push(Prisma.sql`"fromAddress" ILIKE ${`%${q.from.replace(/[\\%_]/g, "\\$&")}%`}`);
+  if (q.receivedAfter) where.push(Prisma.sql`"receivedAt" > ${new Date(q.receivedAfter).toISOString()}::timestamptz`);
+  if (q.receivedBefore) where.push(Prisma.sql`"receivedAt" < ${new Date(q.receivedBefore).toISOString()}::timestamptz`);
+  if (q.q)
+    where.push(Prisma.sql`${Prisma.raw(EMAIL_SEARCH_DOCUMENT)} @@ websearch_to_tsquery('simple'::regconfig, ${q.q})`);
+  if (pos) where.push(Prisma.sql`("receivedAt", "id") < (${pos.at.toISOString()}::timestamptz, ${pos.id})`);
+  // Keyset over (receivedAt desc, id desc), served by the (accountId, receivedAt desc, id desc) index.
+  const keys = await ctx.prisma.$queryRaw<{ id: string }[]>`
+    SELECT "id" FROM "emails" WHERE ${Prisma.join(where, " AND ")}
+    ORDER BY "receivedAt" DESC, "id" DESC LIMIT ${q.limit + 1}`;
+  const rows = await ctx.prisma.email.findMany({ where: { id: { in: keys.map((k) => k.id) } }, include: withCount });
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const ordered = keys.map((k) => byId.get(k.id)).filter((r) => r !== undefined);
+  return toPage(
+    ctx.cursors,
+    ordered,
+    q.limit,
+    (r) => r.receivedAt,
+    (r) => emailSummaryView(r, r._count.attachments),
+  );
+}
 
 export async function getEmail(ctx: OpsContext, accountId: string, id: string) {
   const row = await ctx.prisma.email.findFirst({
@@ -8,4 +69,76 @@ export async function getEmail(ctx: OpsContext, accountId: string, id: string) {
   });
   if (!row) throw new AppError("not_found", "Email not found");
   return emailView(row, row.attachments, ctx.config.publicApiUrl);
+}
+
+/** The message exactly as it was accepted over SMTP (message/rfc822). */
+export async function getRawEmail(ctx: OpsContext, accountId: string, id: string): Promise<Uint8Array> {
+  const row = await ctx.prisma.email.findFirst({
+    where: { id, accountId },
+    select: { spool: { select: { raw: true } } },
+  });
+  if (!row) throw new AppError("not_found", "Email not found");
+  if (!row.spool) throw new AppError("not_found", "The raw message of this email is not available");
+  return row.spool.raw;
+}
+
+export const attachmentParams = z.object({
+  id: z.string(),
+  n: z
+    .string()
+    .regex(/^\d{1,4}$/, "must be the attachment's position (0, 1, …)")
+    .describe("0-based position"),
+});
+
+export async function getAttachment(ctx: OpsContext, accountId: string, id: string, n: number) {
+  const email = await ctx.prisma.email.findFirst({ where: { id, accountId }, select: { id: true } });
+  if (!email) throw new AppError("not_found", "Email not found");
+  const att = await ctx.prisma.attachment.findUnique({ where: { emailId_index: { emailId: email.id, index: n } } });
+  if (!att) throw new AppError("not_found", `Email has no attachment ${n}`);
+  if (!att.stored || !att.content) {
+    throw new AppError("not_found", `Attachment ${n} (${att.filename}) was not stored and cannot be downloaded`);
+  }
+  return { filename: att.filename, contentType: att.contentType, content: att.content };
+}
+
+export const listThreadsQuery = z.object({ ...pageQueryShape }).strict();
+
+/** Newest activity first. A thread that gains a message moves up; a client paging meanwhile may see it twice. */
+export async function listThreads(ctx: OpsContext, accountId: string, query: unknown) {
+  const q = parseQuery(listThreadsQuery, query);
+  const pos = decodeCursor(ctx.cursors, q.cursor);
+  const rows = await ctx.prisma.thread.findMany({
+    where: {
+      accountId,
+      emails: { some: {} },
+      ...(pos ? { OR: [{ lastMessageAt: { lt: pos.at } }, { lastMessageAt: pos.at, id: { lt: pos.id } }] } : {}),
+    },
+    orderBy: [{ lastMessageAt: "desc" }, { id: "desc" }],
+    take: q.limit + 1,
+    include: { _count: { select: { emails: true } } },
+  });
+  return toPage(
+    ctx.cursors,
+    rows,
+    q.limit,
+    (r) => r.lastMessageAt,
+    (r) => ({
+      id: r.id,
+      subject: r.subject,
+      messageCount: r._count.emails,
+      lastMessageAt: r.lastMessageAt.toISOString(),
+      createdAt: r.createdAt.toISOString(),
+    }),
+  );
+}
+
+/** Spec §4: `{ threadId, data }`, oldest first, inbound and outbound; 404 when it has no messages. */
+export async function getThread(ctx: OpsContext, accountId: string, id: string) {
+  const rows = await ctx.prisma.email.findMany({
+    where: { threadId: id, accountId },
+    orderBy: [{ receivedAt: "asc" }, { id: "asc" }],
+    include: withCount,
+  });
+  if (rows.length === 0) throw new AppError("not_found", "Thread not found");
+  return { threadId: id, data: rows.map((r) => emailSummaryView(r, r._count.attachments)) };
 }

@@ -1,7 +1,9 @@
 import { AppError, endpointView, invalid } from "@mailroom/core";
 import { newId, randomBase62 } from "@mailroom/db";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
+import { parse, parseQuery } from "../lib/http.ts";
+import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
+import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 
 const RESERVED_HEADERS = new Set([
@@ -42,7 +44,7 @@ export const headersSchema = z.record(z.string(), z.string()).superRefine((h, ct
 });
 
 const urlSchema = z
-  .string()
+  .string({ error: "is required and must be a string" })
   .max(2048, "must be at most 2048 characters")
   .refine((u) => {
     try {
@@ -61,26 +63,49 @@ const urlSchema = z
     }
   }, "must not contain credentials (use custom headers instead)");
 
+const nameSchema = z
+  .string({ error: "must be a string" })
+  .trim()
+  .min(1, "must not be empty")
+  .max(100, "must be at most 100 characters");
+const timeoutSchema = z
+  .number({ error: "must be a number" })
+  .int("must be a whole number")
+  .min(1, "must be 1 to 30")
+  .max(30, "must be 1 to 30");
+const maxAttemptsSchema = z
+  .number({ error: "must be a number" })
+  .int("must be a whole number")
+  .min(1, "must be 1 to 10")
+  .max(10, "must be 1 to 10");
+
 export const createEndpointSchema = z
   .object({
-    name: z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters").optional(),
+    name: nameSchema.optional().describe("label; defaults to the URL's host name"),
     url: urlSchema,
     headers: headersSchema.optional(),
-    timeoutSeconds: z
-      .number()
-      .int("must be a whole number")
-      .min(1, "must be 1 to 30")
-      .max(30, "must be 1 to 30")
-      .optional(),
-    maxAttempts: z
-      .number()
-      .int("must be a whole number")
-      .min(1, "must be 1 to 10")
-      .max(10, "must be 1 to 10")
-      .optional(),
+    timeoutSeconds: timeoutSchema.optional().describe("default 10"),
+    maxAttempts: maxAttemptsSchema.optional().describe("default 5; first attempt plus retries"),
     type: z.enum(["webhook", "slack", "discord"], "must be slack or discord (omit for a webhook)").optional(),
   })
   .strict();
+
+/** Every field optional, at least one given; `type` is fixed at creation; `headers` replaces the set. */
+export const updateEndpointSchema = z
+  .object({
+    name: nameSchema.optional(),
+    url: urlSchema.optional(),
+    headers: headersSchema.optional().describe("replaces all custom headers"),
+    timeoutSeconds: timeoutSchema.optional(),
+    maxAttempts: maxAttemptsSchema.optional(),
+    active: z.boolean({ error: "must be true or false" }).optional().describe("false pauses deliveries"),
+  })
+  .strict()
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    message: "provide at least one of name, url, headers, timeoutSeconds, maxAttempts, active",
+  });
+
+export const listEndpointsQuery = z.object({ ...pageQueryShape }).strict();
 
 export const newEndpointSecret = (): string => `whsec_${randomBase62(40)}`;
 
@@ -120,4 +145,62 @@ export async function findOwnedEndpoint(ctx: OpsContext, accountId: string, id: 
 export async function assertEndpointReference(ctx: OpsContext, accountId: string, id: string, field = "endpointId") {
   const row = await ctx.prisma.endpoint.findFirst({ where: { id, accountId }, select: { id: true } });
   if (!row) throw invalid(`${field}: unknown endpoint ${id}`);
+}
+
+export async function getEndpoint(ctx: OpsContext, accountId: string, id: string) {
+  return endpointView(await findOwnedEndpoint(ctx, accountId, id));
+}
+
+export async function listEndpoints(ctx: OpsContext, accountId: string, query: unknown) {
+  const q = parseQuery(listEndpointsQuery, query);
+  const pos = decodeCursor(ctx.cursors, q.cursor);
+  const rows = await ctx.prisma.endpoint.findMany({
+    where: { accountId, ...after("createdAt", pos) },
+    orderBy: newestFirst("createdAt"),
+    take: q.limit + 1,
+  });
+  return toPage(ctx.cursors, rows, q.limit, (r) => r.createdAt, endpointView);
+}
+
+export async function updateEndpoint(ctx: OpsContext, accountId: string, id: string, body: unknown) {
+  const existing = await findOwnedEndpoint(ctx, accountId, id);
+  const input = parse(updateEndpointSchema, body);
+  if (input.url !== undefined) await assertPublicDestination(ctx, input.url);
+  const row = await ctx.prisma.endpoint.update({
+    where: { id: existing.id },
+    data: {
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.url !== undefined ? { url: input.url } : {}),
+      ...(input.headers !== undefined ? { headers: input.headers } : {}),
+      ...(input.timeoutSeconds !== undefined ? { timeoutSeconds: input.timeoutSeconds } : {}),
+      ...(input.maxAttempts !== undefined ? { maxAttempts: input.maxAttempts } : {}),
+      ...(input.active !== undefined ? { active: input.active } : {}),
+    },
+  });
+  return endpointView(row);
+}
+
+/**
+ * Refused with 409 while anything routes mail to the endpoint (an address, a domain's catch-all or
+ * a shield rule): deleting it must never silently turn a delivering route into a store-only one.
+ */
+export async function deleteEndpoint(ctx: OpsContext, accountId: string, id: string): Promise<void> {
+  const existing = await findOwnedEndpoint(ctx, accountId, id);
+  const [addresses, domains, rules] = await Promise.all([
+    ctx.prisma.address.count({ where: { accountId, endpointId: existing.id } }),
+    ctx.prisma.domain.count({ where: { accountId, catchAllEndpointId: existing.id } }),
+    ctx.prisma.shieldRule.count({ where: { accountId, endpointIds: { has: existing.id } } }),
+  ]);
+  const uses = [
+    addresses ? `${addresses} address${addresses === 1 ? "" : "es"}` : "",
+    domains ? `${domains} domain catch-all${domains === 1 ? "" : "s"}` : "",
+    rules ? `${rules} shield rule${rules === 1 ? "" : "s"}` : "",
+  ].filter(Boolean);
+  if (uses.length) {
+    throw new AppError(
+      "conflict",
+      `Endpoint is in use by ${uses.join(", ")}; point them elsewhere or make them store-only first`,
+    );
+  }
+  await ctx.prisma.endpoint.deleteMany({ where: { id: existing.id, accountId } });
 }

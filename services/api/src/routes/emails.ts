@@ -1,12 +1,90 @@
 import { Router } from "express";
-import { accountOf } from "../lib/http.ts";
+import { z } from "zod";
+import { accountOf, parse } from "../lib/http.ts";
+import { documented } from "../lib/route.ts";
+import { emailSchema, emailSummarySchema, idParams, pageOf } from "../lib/schemas.ts";
 import type { OpsContext } from "../ops/context.ts";
-import { getEmail } from "../ops/emails.ts";
+import { attachmentParams, getAttachment, getEmail, getRawEmail, listEmails, listEmailsQuery } from "../ops/emails.ts";
+
+const tag = "Emails";
+const binary = z.string().meta({ format: "binary" });
+
+/** A stored content type, or octet-stream when it is not a plain `type/subtype[; params]` value. */
+const safeContentType = (ct: string): string =>
+  /^[\w.+-]+\/[\w.+-]+(?:\s*;[\x20-\x7e]*)?$/.test(ct) && ct.length <= 200 ? ct : "application/octet-stream";
 
 export function emailsRouter(ctx: OpsContext): Router {
   const r = Router();
-  r.get("/emails/:id", async (req, res) => {
-    res.json(await getEmail(ctx, accountOf(req), req.params.id));
-  });
+  r.get(
+    "/emails",
+    documented(
+      {
+        tag,
+        summary: "List emails, newest first by received time; filters and full-text search",
+        query: listEmailsQuery,
+        responses: { 200: { description: "A page of email summaries", schema: pageOf(emailSummarySchema) } },
+      },
+      async (req, res) => {
+        res.json(await listEmails(ctx, accountOf(req), req.query));
+      },
+    ),
+  );
+  r.get(
+    "/emails/:id",
+    documented(
+      {
+        tag,
+        summary: "Get an email",
+        params: idParams,
+        responses: { 200: { description: "The full email", schema: emailSchema } },
+        errors: { 404: "Not found or not the caller's" },
+      },
+      async (req, res) => {
+        res.json(await getEmail(ctx, accountOf(req), String(req.params.id)));
+      },
+    ),
+  );
+  r.get(
+    "/emails/:id/raw",
+    documented(
+      {
+        tag,
+        summary: "The raw MIME message as received",
+        params: idParams,
+        responses: { 200: { description: "The message", contentType: "message/rfc822", schema: binary } },
+        errors: { 404: "Not found, not the caller's, or no raw message kept (outbound)" },
+      },
+      async (req, res) => {
+        const raw = await getRawEmail(ctx, accountOf(req), String(req.params.id));
+        res.setHeader("Content-Type", "message/rfc822");
+        res.setHeader("Content-Disposition", `attachment; filename="${String(req.params.id)}.eml"`);
+        res.setHeader("X-Content-Type-Options", "nosniff");
+        res.send(Buffer.from(raw));
+      },
+    ),
+  );
+  r.get(
+    "/emails/:id/attachments/:n",
+    documented(
+      {
+        tag,
+        summary: "Download attachment n (0-based, the order of `attachments`)",
+        params: attachmentParams,
+        responses: {
+          200: { description: "The attachment's bytes", contentType: "application/octet-stream", schema: binary },
+        },
+        errors: { 404: "Email or attachment not found, or the attachment was not stored" },
+      },
+      async (req, res) => {
+        const p = parse(attachmentParams, req.params, "path");
+        const att = await getAttachment(ctx, accountOf(req), p.id, Number(p.n));
+        // Always a download, never rendered: an HTML attachment must not run in the API's origin.
+        res.attachment(att.filename);
+        res.setHeader("Content-Type", safeContentType(att.contentType));
+        res.setHeader("X-Content-Type-Options", "nosniff");
+        res.send(Buffer.from(att.content));
+      },
+    ),
+  );
   return r;
 }

@@ -1,5 +1,6 @@
 import { Router } from "express";
 import type { OpsContext } from "../ops/context.ts";
+import { accountRouter } from "./account.ts";
 import { addressesRouter } from "./addresses.ts";
 import { blocksRouter } from "./blocks.ts";
 import { domainVerifyRouter } from "./domain-verify.ts";
@@ -7,6 +8,7 @@ import { domainsRouter } from "./domains.ts";
 import { emailsRouter } from "./emails.ts";
 import { endpointsRouter } from "./endpoints.ts";
 import { shieldRulesRouter } from "./shield-rules.ts";
+import { threadsRouter } from "./threads.ts";
 
 /** /api/v1: one router per resource, one line each. Handlers only translate HTTP ↔ the service layer in ../ops. */
 export function v1Router(ctx: OpsContext): Router {
@@ -18,5 +20,7 @@ export function v1Router(ctx: OpsContext): Router {
   r.use(emailsRouter(ctx));
   r.use(shieldRulesRouter(ctx));
   r.use(blocksRouter(ctx));
+  r.use(threadsRouter(ctx));
+  r.use(accountRouter(ctx));
   return r;
 }

@@ -1,0 +1,127 @@
+import { z } from "zod";
+import type { RouteDoc } from "./route.ts";
+import type { RegisteredRoute } from "./routes-walk.ts";
+import { errorSchema } from "./schemas.ts";
+
+type JsonSchema = Record<string, unknown>;
+
+const COMMON_ERRORS: Record<number, string> = {
+  401: "Missing or malformed Authorization header; unknown or revoked key",
+  429: "Rate limit exceeded; see Retry-After",
+  500: "Unexpected failure; the body names the request id (X-Request-Id)",
+};
+
+const RATE_HEADERS = {
+  "RateLimit-Limit": { description: "Requests allowed per window", schema: { type: "integer" } },
+  "RateLimit-Remaining": { description: "Requests left in this window", schema: { type: "integer" } },
+  "RateLimit-Reset": { description: "Seconds until the window resets", schema: { type: "integer" } },
+};
+
+/** `:id` → `{id}` */
+export const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+
+/**
+ * OpenAPI 3.1 from the routes the app registers and the zod schemas attached to them (JSON Schema
+ * 2020-12, which OpenAPI 3.1 uses as is). Schemas are inlined; only the error body is a component.
+ */
+export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version: string; serverUrl?: string }) {
+  const convert = (schema: z.ZodType, io: "input" | "output"): JsonSchema => {
+    const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
+      io,
+      unrepresentable: "any",
+      target: "draft-2020-12",
+    }) as JsonSchema;
+    return rest;
+  };
+
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = openApiPath(route.path);
+    const doc: RouteDoc = route.doc ?? {
+      tag: "Undocumented",
+      summary: "Undocumented route",
+      responses: { 200: { description: "Undocumented" } },
+    };
+    const parameters: unknown[] = [];
+    const pathParams = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
+    const paramProps = (doc.params ? convert(doc.params, "input").properties : {}) as Record<string, JsonSchema>;
+    for (const name of pathParams) {
+      parameters.push({ name, in: "path", required: true, schema: paramProps[name] ?? { type: "string" } });
+    }
+    if (doc.query) {
+      const json = convert(doc.query, "input");
+      const required = new Set((json.required as string[] | undefined) ?? []);
+      for (const [name, schema] of Object.entries((json.properties ?? {}) as Record<string, JsonSchema>)) {
+        const { description, ...rest } = schema;
+        parameters.push({
+          name,
+          in: "query",
+          required: required.has(name),
+          ...(description ? { description } : {}),
+          schema: rest,
+        });
+      }
+    }
+    const responses: Record<string, unknown> = {};
+    for (const [status, r] of Object.entries(doc.responses)) {
+      const contentType = r.contentType ?? "application/json";
+      responses[status] = {
+        description: r.description,
+        headers: RATE_HEADERS,
+        ...(r.schema ? { content: { [contentType]: { schema: convert(r.schema, "output") } } } : {}),
+      };
+    }
+    const errorContent = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
+    const errors: Record<string, string> = {
+      ...(doc.query || doc.body || doc.params
+        ? { 400: "Invalid input: the message names the field and the rule" }
+        : {}),
+      ...(doc.public ? {} : COMMON_ERRORS),
+      ...(doc.public || route.method === "GET" ? {} : { 403: "The API key is read-only" }),
+      ...(doc.body ? { 413: "Request body too large" } : {}),
+      ...doc.errors,
+    };
+    if (route.method === "GET") delete errors[403];
+    for (const [status, description] of Object.entries(errors)) {
+      responses[status] = {
+        description,
+        content: errorContent,
+        ...(status === "429" ? { headers: { "Retry-After": { schema: { type: "integer" } }, ...RATE_HEADERS } } : {}),
+      };
+    }
+    paths[path] ??= {};
+    paths[path][route.method.toLowerCase()] = {
+      tags: [doc.tag],
+      summary: doc.summary,
+      ...(doc.description ? { description: doc.description } : {}),
+      operationId: `${route.method.toLowerCase()}${path
+        .replace(/\/api\/v1/, "")
+        .replace(/[{}]/g, "")
+        .replace(/[/.-](\w)/g, (_m, c: string) => c.toUpperCase())}`,
+      ...(parameters.length ? { parameters } : {}),
+      ...(doc.body
+        ? { requestBody: { required: true, content: { "application/json": { schema: convert(doc.body, "input") } } } }
+        : {}),
+      responses,
+      ...(doc.public ? { security: [] } : {}),
+    };
+  }
+  const components = { Error: convert(errorSchema, "output") };
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "mailroom API",
+      version: opts.version,
+      description:
+        "Inbound email: domains, addresses, endpoints, emails and threads. Every request carries `Authorization: Bearer svc_…`; read-only keys may only GET and HEAD.",
+    },
+    servers: [{ url: opts.serverUrl ?? "/" }],
+    security: [{ bearer: [] }],
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "API key `svc_…`" } },
+      schemas: components,
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { AppError } from "@mailroom/core";
+import type { Logger } from "@mailroom/log";
+import type { RequestHandler } from "express";
+import type { Redis } from "ioredis";
+
+export type RateLimitConfig = {
+  /** Requests per window per API key; 0 turns rate limiting off. */
+  limit: number;
+  windowSeconds: number;
+  /** `fixed`: a counter per window. `sliding`: the previous window's count weighted by its overlap. */
+  algorithm: "fixed" | "sliding";
+  /** Redis key prefix (one per deployment; tests use their own). */
+  prefix: string;
+};
+
+export type RateDecision = { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
+
+// Both scripts read Redis's clock, so every API replica agrees on the window boundaries.
+// Returns { count in the current window, count in the previous window, ms elapsed in the window }.
+const SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local w = tonumber(ARGV[1])
+local idx = math.floor(now / w)
+local elapsed = now - idx * w
+local cur_key = KEYS[1] .. ':' .. idx
+local prev = tonumber(redis.call('GET', KEYS[1] .. ':' .. (idx - 1)) or '0')
+local cur = tonumber(redis.call('GET', cur_key) or '0')
+local limit = tonumber(ARGV[2])
+local used = cur
+if ARGV[3] == 'sliding' then used = cur + prev * (w - elapsed) / w end
+if used < limit then
+  cur = redis.call('INCR', cur_key)
+  redis.call('PEXPIRE', cur_key, w * 2)
+  return {1, cur, prev, elapsed}
+end
+return {0, cur, prev, elapsed}
+`;
+
+/** Decides one request of `keyId`, counting it when allowed. */
+export async function consume(redis: Redis, config: RateLimitConfig, keyId: string): Promise<RateDecision> {
+  const w = config.windowSeconds * 1000;
+  const [ok, cur, prev, elapsed] = (await redis.eval(
+    SCRIPT,
+    1,
+    `${config.prefix}:ratelimit:${keyId}`,
+    String(w),
+    String(config.limit),
+    config.algorithm,
+  )) as [number, number, number, number];
+  const left = w - elapsed;
+  const used = config.algorithm === "sliding" ? cur + (prev * left) / w : cur;
+  let resetMs = left;
+  if (!ok && config.algorithm === "sliding") {
+    // When will the weighted count fall below the limit?
+    resetMs =
+      cur < config.limit && prev > 0
+        ? Math.max(0, left - (w * (config.limit - cur)) / prev)
+        : left + Math.max(0, w - (w * config.limit) / Math.max(cur, 1));
+  }
+  return {
+    allowed: ok === 1,
+    limit: config.limit,
+    remaining: Math.max(0, Math.floor(config.limit - used)),
+    resetSeconds: Math.max(1, Math.ceil(resetMs / 1000)),
+  };
+}
+
+/**
+ * Per API key, after authentication. Every response carries RateLimit-Limit/-Remaining/-Reset; a
+ * refused request gets 429 with Retry-After. If Redis is unreachable the request is let through
+ * (and logged): rate limiting protects the service, it must not take reads down with it.
+ */
+export function rateLimitMiddleware(redis: Redis, config: RateLimitConfig, logger: Logger): RequestHandler {
+  return async (req, res, next) => {
+    if (config.limit <= 0 || !req.auth) return next();
+    let d: RateDecision;
+    try {
+      d = await consume(redis, config, req.auth.keyId);
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "rate limiter unavailable; request allowed");
+      return next();
+    }
+    res.setHeader("RateLimit-Limit", String(d.limit));
+    res.setHeader("RateLimit-Remaining", String(d.remaining));
+    res.setHeader("RateLimit-Reset", String(d.resetSeconds));
+    if (!d.allowed) {
+      throw new AppError("rate_limited", `Rate limit of ${d.limit} requests per ${config.windowSeconds} s exceeded`, {
+        "Retry-After": String(d.resetSeconds),
+      });
+    }
+    next();
+  };
+}

@@ -1,0 +1,174 @@
+import { z } from "zod";
+
+/**
+ * Response shapes of the REST API (spec §2), as zod schemas. They feed the OpenAPI document and the
+ * test that checks every documented shape against what the routes actually return. Objects are
+ * strict so that an undocumented extra field is caught too.
+ */
+const timestamp = z.iso.datetime().describe("ISO 8601 UTC timestamp with milliseconds");
+const id = (prefix: string) =>
+  z
+    .string()
+    .regex(new RegExp(`^${prefix}_[0-9A-Za-z]+$`))
+    .describe(`\`${prefix}_…\``);
+
+export const errorSchema = z.strictObject({ error: z.string() });
+
+export const dnsRecordSchema = z.strictObject({
+  type: z.string(),
+  name: z.string(),
+  value: z.string(),
+  priority: z.number().int().optional().describe("MX records only"),
+});
+
+export const domainSchema = z.strictObject({
+  id: id("dom"),
+  domain: z.string(),
+  status: z.enum(["pending", "verified", "failed"]),
+  dkimTokens: z.array(z.string()),
+  dnsRecords: z.array(dnsRecordSchema),
+  catchAll: z.strictObject({
+    enabled: z.boolean(),
+    endpointId: id("ep").nullable().describe("null: catch-all mail is stored, not delivered"),
+  }),
+  verifiedAt: timestamp.nullable(),
+  lastCheckedAt: timestamp.nullable(),
+  warning: z.string().nullable(),
+  createdAt: timestamp,
+  dkimSelector: z.string().nullable().describe("outbound DKIM selector: the first DKIM token"),
+  dkimPublicKey: z.string().nullable().describe("base64 public key (the p= of the DKIM TXT record)"),
+  dkimRecord: dnsRecordSchema.nullable().describe("TXT record the operator publishes at the selector's CNAME target"),
+});
+
+export const addressSchema = z.strictObject({
+  id: id("addr"),
+  domainId: id("dom"),
+  localPart: z.string(),
+  endpointId: id("ep").nullable(),
+  active: z.boolean(),
+  createdAt: timestamp,
+});
+
+export const addressWithDomainSchema = addressSchema.extend({ domain: z.string(), address: z.string() });
+
+export const endpointSchema = z.strictObject({
+  id: id("ep"),
+  name: z.string(),
+  type: z.enum(["webhook", "slack", "discord"]),
+  url: z.string(),
+  headers: z.record(z.string(), z.string()),
+  timeoutSeconds: z.number().int(),
+  maxAttempts: z.number().int(),
+  active: z.boolean(),
+  createdAt: timestamp,
+});
+
+export const endpointWithSecretSchema = endpointSchema.extend({
+  secret: z
+    .string()
+    .regex(/^whsec_/)
+    .describe("shown only in this response"),
+});
+
+export const attachmentSchema = z.strictObject({
+  filename: z.string(),
+  contentType: z.string(),
+  size: z.number().int(),
+  stored: z.boolean(),
+  url: z.string().nullable().describe("download URL when stored"),
+});
+
+export const emailSchema = z.strictObject({
+  id: id("em"),
+  direction: z.enum(["inbound", "outbound"]),
+  threadId: id("thr"),
+  messageId: z.string(),
+  inReplyTo: z.string().nullable(),
+  fromAddress: z.string(),
+  toAddresses: z.array(z.string()),
+  ccAddresses: z.array(z.string()),
+  subject: z.string(),
+  textBody: z.string(),
+  htmlBody: z.string(),
+  attachments: z.array(attachmentSchema),
+  spamVerdict: z.string().nullable(),
+  spfVerdict: z.string(),
+  dkimVerdict: z.string(),
+  dmarcVerdict: z.string(),
+  receivedAt: timestamp,
+  send: z
+    .strictObject({
+      status: z.enum(["queued", "sending", "retrying", "sent", "failed"]),
+      attempts: z.number().int(),
+      lastReply: z.string().nullable().describe("the SMTP relay's last reply, or the connection error"),
+      sentAt: timestamp.nullable(),
+    })
+    .nullable()
+    .describe("outbound mail only: hand-off to the SMTP relay; null on inbound mail"),
+});
+
+export const emailSummarySchema = z.strictObject({
+  id: id("em"),
+  direction: z.enum(["inbound", "outbound"]),
+  threadId: id("thr"),
+  messageId: z.string(),
+  fromAddress: z.string(),
+  toAddresses: z.array(z.string()),
+  subject: z.string(),
+  spamVerdict: z.string().nullable(),
+  attachmentCount: z.number().int(),
+  receivedAt: timestamp,
+});
+
+export const threadSummarySchema = z.strictObject({
+  id: id("thr"),
+  subject: z.string(),
+  messageCount: z.number().int(),
+  lastMessageAt: timestamp,
+  createdAt: timestamp,
+});
+
+export const threadSchema = z.strictObject({ threadId: id("thr"), data: z.array(emailSummarySchema) });
+
+export const accountSchema = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  plan: z.string().describe("free | scale"),
+  limits: z.strictObject({
+    shieldRules: z.number().int().describe("rule cap of the plan"),
+    monthlyAllotment: z.number().int().describe("received messages per calendar month (UTC), blocked ones included"),
+  }),
+  usage: z.strictObject({
+    month: z.string().describe("YYYY-MM (UTC)"),
+    received: z.number().int(),
+    remaining: z.number().int(),
+    shieldRules: z.number().int(),
+  }),
+  createdAt: timestamp,
+});
+
+/** `{ data, nextCursor }`: every paginated list. */
+export const pageOf = (item: z.ZodType) =>
+  z.strictObject({
+    data: z.array(item),
+    nextCursor: z.string().nullable().describe("pass back as `cursor`; null at the end"),
+  });
+
+/** `:id` path parameter. */
+export const idParams = z.object({ id: z.string() });
+
+/** limit 1..100 (default 50) and an opaque cursor: the query of every list (spec §8). */
+export const pageQueryShape = {
+  limit: z.coerce
+    .number({ error: "must be a whole number from 1 to 100" })
+    .int("must be a whole number from 1 to 100")
+    .min(1, "must be a whole number from 1 to 100")
+    .max(100, "must be a whole number from 1 to 100")
+    .default(50),
+  cursor: z
+    .string({ error: "must be a single string" })
+    .min(1, "must not be empty")
+    .optional()
+    .describe("opaque; the `nextCursor` of the previous page"),
+};
+export const pageQuerySchema = z.object(pageQueryShape).strict();

@@ -1,0 +1,23 @@
+import { AppError, monthKey, planLimits } from "@mailroom/core";
+import type { OpsContext } from "./context.ts";
+
+/** The caller's account: plan, its limits and this month's usage. */
+export async function getAccount(ctx: OpsContext, accountId: string, now = new Date()) {
+  const month = monthKey(now);
+  const [account, usage, rules] = await Promise.all([
+    ctx.prisma.account.findUnique({ where: { id: accountId } }),
+    ctx.prisma.usageCounter.findUnique({ where: { accountId_month: { accountId, month } } }),
+    ctx.prisma.shieldRule.count({ where: { accountId } }),
+  ]);
+  if (!account) throw new AppError("not_found", "Account not found");
+  const limits = planLimits(account.plan);
+  const received = usage?.received ?? 0;
+  return {
+    id: account.id,
+    name: account.name,
+    plan: account.plan,
+    limits: { shieldRules: limits.shieldRules, monthlyAllotment: limits.monthlyAllotment },
+    usage: { month, received, remaining: Math.max(0, limits.monthlyAllotment - received), shieldRules: rules },
+    createdAt: account.createdAt.toISOString(),
+  };
+}

@@ -1,0 +1,114 @@
+import { createHash } from "node:crypto";
+import { newId, type PrismaClient } from "@mailroom/db";
+import type { Stack, TestAccount } from "../../../e2e/stack.ts";
+
+export type SeedEmail = {
+  threadId?: string;
+  subject?: string;
+  fromAddress?: string;
+  fromName?: string | null;
+  textBody?: string;
+  direction?: "inbound" | "outbound";
+  receivedAt?: Date;
+  domainId?: string | null;
+  addressId?: string | null;
+  attachments?: { filename: string; contentType: string; content: Buffer | null }[];
+  raw?: Buffer;
+};
+
+/** Inserts one email (and its thread when new) straight into the database, as the rule engine would store it. */
+export async function seedEmail(prisma: PrismaClient, accountId: string, e: SeedEmail = {}) {
+  const receivedAt = e.receivedAt ?? new Date();
+  const threadId = e.threadId ?? newId("thread");
+  await prisma.thread.upsert({
+    where: { id: threadId },
+    create: { id: threadId, accountId, subject: e.subject ?? "hello", lastMessageAt: receivedAt },
+    update: { lastMessageAt: receivedAt },
+  });
+  let spoolId: string | null = null;
+  if (e.raw) {
+    spoolId = newId("spool");
+    await prisma.spooledMessage.create({
+      data: {
+        id: spoolId,
+        mailFrom: e.fromAddress ?? "alice@sender.example",
+        size: e.raw.length,
+        sha256: createHash("sha256").update(e.raw).digest("hex"),
+        raw: new Uint8Array(e.raw),
+      },
+    });
+  }
+  const id = newId("email");
+  await prisma.email.create({
+    data: {
+      id,
+      accountId,
+      threadId,
+      domainId: e.domainId ?? null,
+      addressId: e.addressId ?? null,
+      direction: e.direction ?? "inbound",
+      messageId: `<${id}@sender.example>`,
+      references: [],
+      fromAddress: e.fromAddress ?? "alice@sender.example",
+      fromName: e.fromName ?? null,
+      toAddresses: ["support@example.com"],
+      ccAddresses: [],
+      replyTo: [],
+      subject: e.subject ?? "hello",
+      textBody: e.textBody ?? "body text",
+      htmlBody: "",
+      spamVerdict: e.direction === "outbound" ? null : "PASS",
+      spfVerdict: "PASS",
+      dkimVerdict: "PASS",
+      dmarcVerdict: "PASS",
+      contentHash: id,
+      spoolId,
+      receivedAt,
+      attachments: {
+        create: (e.attachments ?? []).map((a, index) => ({
+          id: newId("attachment"),
+          index,
+          filename: a.filename,
+          contentType: a.contentType,
+          size: a.content?.length ?? 0,
+          content: a.content ? new Uint8Array(a.content) : null,
+          stored: a.content !== null,
+        })),
+      },
+    },
+  });
+  return { id, threadId };
+}
+
+/** Raw HTTP against the stack's API (for bodies and headers the JSON helper does not cover). */
+export async function http(
+  stack: Stack,
+  method: string,
+  path: string,
+  init: { key?: string; body?: string | Buffer; headers?: Record<string, string> } = {},
+) {
+  const res = await fetch(`${stack.apiUrl}${path}`, {
+    method,
+    headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...init.headers },
+    ...(init.body !== undefined ? { body: init.body } : {}),
+  });
+  const buf = Buffer.from(await res.arrayBuffer());
+  let body: any = buf.toString("utf8");
+  try {
+    body = body ? JSON.parse(body) : null;
+  } catch {
+    /* keep text */
+  }
+  return { status: res.status, headers: res.headers, body, bytes: buf };
+}
+
+/** A domain, endpoint and address owned by `acct`, through the API. */
+export async function seedRoutes(acct: TestAccount, domain: string) {
+  const dom = await acct.api("POST", "/api/v1/domains", { domain });
+  const ep = await acct.api("POST", "/api/v1/endpoints", { url: "http://127.0.0.1:9/hook" });
+  const addr = await acct.api("POST", "/api/v1/addresses", { domainId: dom.body.id, localPart: "info" });
+  if (dom.status !== 201 || ep.status !== 201 || addr.status !== 201) {
+    throw new Error(`seedRoutes: ${dom.status} ${ep.status} ${addr.status} ${JSON.stringify([dom.body, ep.body])}`);
+  }
+  return { domainId: dom.body.id as string, endpointId: ep.body.id as string, addressId: addr.body.id as string };
+}
