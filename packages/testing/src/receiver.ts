@@ -25,6 +25,8 @@ export type Receiver = {
 export async function startReceiver(): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   let decide: (req: ReceivedRequest, index: number) => Reply = () => ({ status: 200, body: "ok" });
+  // Delayed replies must not outlive close(), or jest waits for their timers.
+  const timers = new Set<NodeJS.Timeout>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -43,8 +45,13 @@ export async function startReceiver(): Promise<Receiver> {
         res.writeHead(reply.status, { "content-type": "text/plain", ...reply.headers });
         res.end(reply.body ?? "");
       };
-      if (reply.delayMs) setTimeout(send, reply.delayMs);
-      else send();
+      if (reply.delayMs) {
+        const t = setTimeout(() => {
+          timers.delete(t);
+          send();
+        }, reply.delayMs);
+        timers.add(t);
+      } else send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -57,6 +64,8 @@ export async function startReceiver(): Promise<Receiver> {
     },
     close: () =>
       new Promise<void>((resolve) => {
+        for (const t of timers) clearTimeout(t);
+        timers.clear();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
