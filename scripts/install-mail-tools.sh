@@ -6,6 +6,8 @@
 set -euo pipefail
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=(rspamd postfix swaks)
+# swaks needs the Perl TLS modules for --tls.
+for p in "${want[@]}"; do [ "$p" = swaks ] && want+=(libnet-ssleay-perl libio-socket-ssl-perl); done
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,72 +1,143 @@
 import { createHash } from "node:crypto";
-import { type AddressObject, simpleParser } from "mailparser";
+import { Worker } from "node:worker_threads";
+import type { ParseLimits, WorkerAttachment, WorkerEmail, WorkerRequest, WorkerResponse } from "./parse-worker.ts";
 
-export type ParsedAttachment = {
-  filename: string;
-  contentType: string;
-  size: number;
-  contentId: string | null;
-  disposition: "attachment" | "inline";
-  checksum: string;
-  content: Buffer;
-};
+export type { ParseLimits };
 
-export type ParsedEmail = {
+export type ParsedAttachment = WorkerAttachment;
+
+export type ParsedEmail = Omit<WorkerEmail, "messageId" | "warnings"> & {
   messageId: string;
-  inReplyTo: string | null;
-  references: string[];
-  fromAddress: string;
-  fromName: string | null;
-  toAddresses: string[];
-  ccAddresses: string[];
-  replyTo: string[];
-  subject: string;
-  textBody: string;
-  htmlBody: string;
-  headers: { key: string; value: string }[];
-  attachments: ParsedAttachment[];
+  /** False when the message id was generated here because the message had none. */
+  messageIdPresent: boolean;
 };
 
-const addresses = (field: AddressObject | AddressObject[] | undefined): string[] =>
-  (Array.isArray(field) ? field : field ? [field] : [])
-    .flatMap((o) => o.value)
-    .flatMap((a) => (a.group ? a.group : [a]))
-    .map((a) => a.address?.toLowerCase() ?? "")
-    .filter((a) => a !== "");
+export type ParseResult = { ok: true; email: ParsedEmail } | { ok: false; reason: string };
 
-const messageIds = (v: string | string[] | undefined): string[] =>
-  (Array.isArray(v) ? v : v ? v.split(/\s+/) : []).map((s) => s.trim()).filter(Boolean);
+/** Haraka's and Postfix's shipped defaults (see ParseLimits). */
+export const DEFAULT_PARSE_LIMITS: ParseLimits = {
+  maxParts: 1_000,
+  maxDepth: 100,
+  maxHeaderBytes: 102_400,
+  maxHtmlToTextBytes: 1_048_576,
+};
+
+export type ParserOptions = {
+  /** Worker threads, i.e. messages parsed at once. */
+  threads?: number;
+  /** A parse still running after this long is abandoned (its thread is terminated). */
+  timeoutMs?: number;
+  limits?: Partial<ParseLimits>;
+};
+
+export type Parser = {
+  parse(raw: Uint8Array, fallbackIdDomain: string): Promise<ParseResult>;
+  close(): Promise<void>;
+};
+
+type Slot = { worker: Worker | null; busy: boolean };
+type Waiter = () => void;
+
+const WORKER_URL = new URL("./parse-worker.ts", import.meta.url);
 
 /**
- * Parses raw MIME with mailparser. Link detection in text is skipped on purpose: it is mailparser's
- * known expensive path (linkify on hostile text) and nothing here needs it.
+ * Parses MIME off the event loop: a small pool of worker threads, each one message at a time, with a
+ * deadline. A message that breaks a limit, makes mailparser throw or runs past the deadline comes
+ * back as `{ ok: false }` (the caller stores it raw with PROCESSING_FAILED verdicts); the thread that
+ * ran past the deadline is terminated and replaced, so one hostile message never stalls the others.
  */
-export async function parseEmail(raw: Buffer, fallbackIdDomain: string): Promise<ParsedEmail> {
-  const m = await simpleParser(raw, { skipTextLinks: true, skipImageLinks: true, keepCidLinks: true });
-  const from = m.from?.value[0];
-  const contentHash = createHash("sha256").update(raw).digest("hex");
-  return {
-    // A message without Message-ID still needs a stable one for threading and dedupe.
-    messageId: m.messageId ?? `<${contentHash.slice(0, 32)}@${fallbackIdDomain}>`,
-    inReplyTo: messageIds(m.inReplyTo)[0] ?? null,
-    references: messageIds(m.references),
-    fromAddress: from?.address?.toLowerCase() ?? "",
-    fromName: from?.name || null,
-    toAddresses: addresses(m.to),
-    ccAddresses: addresses(m.cc),
-    replyTo: addresses(m.replyTo),
-    subject: m.subject ?? "",
-    textBody: m.text ?? "",
-    htmlBody: typeof m.html === "string" ? m.html : "",
-    headers: m.headerLines.map((h) => ({ key: h.key, value: h.line.slice(h.line.indexOf(":") + 1).trim() })),
-    attachments: m.attachments.map((a) => ({
-      filename: a.filename ?? "attachment",
-      contentType: a.contentType || "application/octet-stream",
-      size: a.size ?? a.content.length,
-      contentId: a.cid ?? null,
-      disposition: a.contentDisposition === "inline" ? "inline" : "attachment",
-      checksum: a.checksum,
-      content: a.content,
-    })),
+export function createParser(opts: ParserOptions = {}): Parser {
+  const threads = Math.max(1, opts.threads ?? 2);
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const limits = { ...DEFAULT_PARSE_LIMITS, ...opts.limits };
+  const slots: Slot[] = Array.from({ length: threads }, () => ({ worker: null, busy: false }));
+  const waiting: Waiter[] = [];
+  let seq = 0;
+  let closed = false;
+
+  const acquire = async (): Promise<Slot> => {
+    for (;;) {
+      const free = slots.find((s) => !s.busy);
+      if (free) {
+        free.busy = true;
+        return free;
+      }
+      await new Promise<void>((r) => waiting.push(r));
+    }
   };
+  const release = (slot: Slot) => {
+    slot.busy = false;
+    waiting.shift()?.();
+  };
+
+  const run = (slot: Slot, raw: Uint8Array): Promise<WorkerResponse> => {
+    if (!slot.worker) {
+      slot.worker = new Worker(WORKER_URL);
+      slot.worker.unref();
+    }
+    const worker = slot.worker;
+    const id = ++seq;
+    return new Promise<WorkerResponse>((resolve) => {
+      const cleanup = () => {
+        clearTimeout(timer);
+        worker.off("message", onMessage);
+        worker.off("error", onError);
+        worker.off("exit", onExit);
+      };
+      const onMessage = (res: WorkerResponse) => {
+        if (res.id !== id) return;
+        cleanup();
+        resolve(res);
+      };
+      const abandon = (error: string) => {
+        cleanup();
+        slot.worker = null;
+        void worker.terminate();
+        resolve({ id, ok: false, error });
+      };
+      const onError = (err: Error) => abandon(`parser crashed: ${err.message}`);
+      const onExit = () => abandon("parser thread exited");
+      const timer = setTimeout(() => abandon(`parsing exceeded ${timeoutMs} ms`), timeoutMs);
+      worker.on("message", onMessage);
+      worker.on("error", onError);
+      worker.on("exit", onExit);
+      // The raw bytes are copied into the thread (the caller still needs them); the attachments
+      // come back transferred, not copied.
+      const req: WorkerRequest = { id, raw, limits };
+      worker.postMessage(req);
+    });
+  };
+
+  return {
+    async parse(raw, fallbackIdDomain) {
+      if (closed) throw new Error("parser closed");
+      const slot = await acquire();
+      let res: WorkerResponse;
+      try {
+        res = await run(slot, raw);
+      } finally {
+        release(slot);
+      }
+      if (!res.ok) return { ok: false, reason: res.error };
+      const { warnings: _warnings, messageId, ...rest } = res.email;
+      return {
+        ok: true,
+        email: {
+          ...rest,
+          // A message without Message-ID still needs a stable one for threading and dedupe.
+          messageId: messageId ?? generatedMessageId(raw, fallbackIdDomain),
+          messageIdPresent: Boolean(messageId),
+        },
+      };
+    },
+    async close() {
+      closed = true;
+      await Promise.all(slots.map((s) => s.worker?.terminate()));
+      for (const s of slots) s.worker = null;
+    },
+  };
+}
+
+export function generatedMessageId(raw: Uint8Array, domain: string): string {
+  return `<${createHash("sha256").update(raw).digest("hex").slice(0, 32)}@${domain}>`;
 }

@@ -1,8 +1,9 @@
+import { createHash } from "node:crypto";
 import { newId, type Prisma, type PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { enqueue, type Queue } from "@mailroom/queues";
-import { type ParsedEmail, parseEmail } from "./parse.ts";
-import { type AuthVerdicts, authVerdicts, type DnsResolve } from "./verdicts.ts";
+import { createParser, generatedMessageId, type ParsedEmail, type Parser } from "./parse.ts";
+import { type AuthVerdicts, authVerdicts, type DnsResolve, type Verdict } from "./verdicts.ts";
 
 /** What shield rules decided for one recipient. `endpointIds: null` = the address's own destination. */
 export type ShieldOutcome =
@@ -18,6 +19,16 @@ export type ShieldInput = {
   verdicts: AuthVerdicts & { spam: string };
 };
 
+export type SpamVerdict = { verdict: Verdict; score: number | null };
+
+export type SpamInput = {
+  ip: string | null;
+  helo: string | null;
+  mailFrom: string;
+  recipient: string;
+  queueId: string;
+};
+
 export type ProcessDeps = {
   prisma: PrismaClient;
   deliveryQueue: Queue;
@@ -26,17 +37,23 @@ export type ProcessDeps = {
   mtaHostname: string;
   /** Shield-rule evaluation; the default delivers everything to the address's destination. */
   shield?: (input: ShieldInput) => Promise<ShieldOutcome>;
-  /** Spam verdict; without a scanner the verdict is GRAY. */
-  spam?: (raw: Buffer) => Promise<{ verdict: string; score: number | null }>;
+  /** Spam verdict (spam.ts: rspamd); without a scanner the verdict is GRAY. */
+  spam?: (raw: Uint8Array, input: SpamInput) => Promise<SpamVerdict>;
+  /** MIME parser off the event loop (parse.ts); one is created per deps object when omitted. */
+  parser?: Parser;
+  /** Same account + recipient + Message-ID + content hash within this window is a duplicate. */
+  dedupeWindowMs?: number;
 };
 
 export type ProcessResult =
-  | { outcome: "stored"; emailId: string; deliveryIds: string[] }
+  | { outcome: "stored"; emailId: string; deliveryIds: string[]; parsed: boolean }
   | { outcome: "blocked"; ruleId: string }
+  | { outcome: "duplicate"; emailId: string }
   | { outcome: "skipped"; reason: string };
 
-// A 25 MB message writes its raw bytes and attachments inside the transaction; give it time.
+// A 25 MB message writes its attachments inside the transaction; give it time.
 const TX_OPTIONS = { timeout: 60_000, maxWait: 10_000 };
+const DAY_MS = 24 * 3600 * 1000;
 
 const deliverAll = async (): Promise<ShieldOutcome> => ({
   action: "deliver",
@@ -45,10 +62,66 @@ const deliverAll = async (): Promise<ShieldOutcome> => ({
   endpointIds: null,
 });
 
+const parsers = new WeakMap<ProcessDeps, Parser>();
+function parserFor(deps: ProcessDeps): Parser {
+  if (deps.parser) return deps.parser;
+  let p = parsers.get(deps);
+  if (!p) {
+    p = createParser();
+    parsers.set(deps, p);
+  }
+  return p;
+}
+
+/** The SHA-256 of the body (everything after the header block): trace headers added by relays differ. */
+export function bodyHash(raw: Uint8Array): string {
+  const buf = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  const crlf = buf.indexOf("\r\n\r\n");
+  const lf = buf.indexOf("\n\n");
+  const cut = crlf >= 0 && (lf < 0 || crlf < lf) ? crlf + 4 : lf >= 0 ? lf + 2 : buf.length;
+  return createHash("sha256").update(buf.subarray(cut)).digest("hex");
+}
+
+/** Best effort for a message the parser refused: a few raw header values from the first 64 KB. */
+function unparsedEmail(raw: Uint8Array, envelopeFrom: string, fallbackIdDomain: string): ParsedEmail {
+  const head = Buffer.from(raw.buffer, raw.byteOffset, Math.min(raw.byteLength, 65_536)).toString("latin1");
+  const end = head.search(/\r?\n\r?\n/);
+  const unfolded = (end >= 0 ? head.slice(0, end) : head).replace(/\r?\n[ \t]+/g, " ");
+  const header = (name: string) =>
+    new RegExp(`^${name}:[ \\t]*(.*)$`, "im").exec(unfolded)?.[1]?.trim().slice(0, 998) ?? null;
+  const messageId = header("Message-ID");
+  return {
+    messageId: messageId ?? generatedMessageId(raw, fallbackIdDomain),
+    messageIdPresent: Boolean(messageId),
+    inReplyTo: null,
+    references: [],
+    fromAddress: envelopeFrom.toLowerCase(),
+    fromName: null,
+    toAddresses: [],
+    ccAddresses: [],
+    replyTo: [],
+    subject: header("Subject") ?? "",
+    textBody: "",
+    htmlBody: "",
+    headers: [],
+    attachments: [],
+  };
+}
+
+/** `user+tag@` routed to `user@` (or a catch-all): the tag. An explicit `user+tag` address has none. */
+function plusTag(recipient: string, addressLocalPart: string | null): string | null {
+  const local = recipient.slice(0, recipient.lastIndexOf("@"));
+  if (addressLocalPart === local) return null;
+  const plus = local.indexOf("+");
+  return plus > 0 && plus < local.length - 1 ? local.slice(plus + 1) : null;
+}
+
 /**
- * Processes one accepted recipient (one `inbound` job): parse, verdicts, shield rules, then store the
- * Email, its thread and its Deliveries in one transaction. Idempotent: the recipient row moves out of
- * `pending` in that same transaction, so a retried job or a second worker does nothing twice.
+ * Processes one accepted recipient (one `inbound` job): parse (off the event loop), verdicts, shield
+ * rules, then store the Email, its thread and its Deliveries in one transaction. Idempotent: the
+ * recipient row moves out of `pending` in that same transaction, so a retried job or a second worker
+ * does nothing twice; and the same message sent twice to the same recipient within 24 h (same
+ * Message-ID and body hash) is recorded as a duplicate instead of a second Email.
  */
 export async function processRecipient(deps: ProcessDeps, spoolRecipientId: string): Promise<ProcessResult> {
   const { prisma } = deps;
@@ -61,15 +134,26 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
     return { outcome: "skipped", reason: `already ${rcpt.status}` };
   }
 
-  const raw = Buffer.from(rcpt.spool.raw);
-  const email = await parseEmail(raw, deps.mtaHostname);
-  const [auth, spam] = await Promise.all([
-    authVerdicts(
-      { raw, ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom, mta: deps.mtaHostname },
-      deps.resolver,
-    ),
-    deps.spam ? deps.spam(raw) : Promise.resolve({ verdict: "GRAY", score: null }),
-  ]);
+  const raw = rcpt.spool.raw;
+  const spoolMeta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
+  const parsed = await parserFor(deps).parse(raw, deps.mtaHostname);
+  let email: ParsedEmail;
+  let auth: AuthVerdicts;
+  let spam: SpamVerdict;
+  if (parsed.ok) {
+    email = parsed.email;
+    [auth, spam] = await Promise.all([
+      authVerdicts({ raw, ...spoolMeta, mta: deps.mtaHostname }, deps.resolver),
+      scanSpam(deps, raw, { ...spoolMeta, recipient: rcpt.recipient, queueId: rcpt.spoolId }),
+    ]);
+  } else {
+    // Kept as raw (GET /emails/{id}/raw) and marked: nothing about it could be verified.
+    deps.logger.warn({ spoolRecipientId, reason: parsed.reason }, "message could not be parsed; storing raw");
+    email = unparsedEmail(raw, rcpt.spool.mailFrom, deps.mtaHostname);
+    auth = { spf: "PROCESSING_FAILED", dkim: "PROCESSING_FAILED", dmarc: "PROCESSING_FAILED" };
+    spam = { verdict: "PROCESSING_FAILED", score: null };
+  }
+  const contentHash = bodyHash(raw);
   const decision = await (deps.shield ?? deliverAll)({
     accountId: rcpt.accountId,
     domainId: rcpt.domainId,
@@ -107,12 +191,31 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
   }
 
   const endpointIds = await destinations(prisma, rcpt, decision);
+  const address = rcpt.addressId
+    ? await prisma.address.findUnique({ where: { id: rcpt.addressId }, select: { localPart: true } })
+    : null;
+  const windowMs = deps.dedupeWindowMs ?? DAY_MS;
   const stored = await prisma.$transaction(async (tx) => {
+    // Serialises the duplicate check for one (account, recipient, Message-ID) across workers.
+    const dedupeKey = `${rcpt.accountId}\n${rcpt.recipient}\n${email.messageId}`;
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${dedupeKey}, 0))`;
+    const same = await tx.email.findFirst({
+      where: {
+        accountId: rcpt.accountId,
+        recipient: rcpt.recipient,
+        messageId: email.messageId,
+        contentHash,
+        direction: "inbound",
+        receivedAt: { gte: new Date(rcpt.spool.receivedAt.getTime() - windowMs) },
+      },
+      select: { id: true },
+    });
     const claimed = await tx.spoolRecipient.updateMany({
       where: { id: rcpt.id, status: "pending" },
-      data: { status: "stored", processedAt: new Date() },
+      data: { status: same ? "duplicate" : "stored", processedAt: new Date() },
     });
     if (claimed.count === 0) return null;
+    if (same) return { duplicate: true as const, emailId: same.id };
     const threadId = await findOrCreateThread(tx, rcpt.accountId, email, rcpt.spool.receivedAt);
     const emailId = newId("email");
     await tx.email.create({
@@ -136,6 +239,7 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
         htmlBody: email.htmlBody,
         headers: email.headers,
         recipient: rcpt.recipient,
+        plusTag: plusTag(rcpt.recipient, address?.localPart ?? null),
         spamVerdict: spam.verdict,
         spamScore: spam.score,
         spfVerdict: auth.spf,
@@ -143,15 +247,16 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
         dmarcVerdict: auth.dmarc,
         shieldRuleId: decision.ruleId,
         shieldAction: decision.ruleAction,
-        contentHash: rcpt.spool.sha256,
+        contentHash,
         spoolId: rcpt.spoolId,
         spoolRecipientId: rcpt.id,
         receivedAt: rcpt.spool.receivedAt,
       },
     });
-    if (email.attachments.length) {
-      await tx.attachment.createMany({
-        data: email.attachments.map((a, index) => ({
+    // One attachment at a time, its bytes passed as they came from the parser (no copy).
+    for (const [index, a] of email.attachments.entries()) {
+      await tx.attachment.create({
+        data: {
           id: newId("attachment"),
           emailId,
           index,
@@ -161,9 +266,10 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
           contentId: a.contentId,
           disposition: a.disposition,
           checksum: a.checksum,
-          content: new Uint8Array(a.content),
+          content: a.content as Uint8Array<ArrayBuffer>,
           stored: true,
-        })),
+        },
+        select: { id: true },
       });
     }
     const deliveryIds: string[] = [];
@@ -181,12 +287,27 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
       });
       deliveryIds.push(id);
     }
-    return { emailId, deliveryIds };
+    return { emailId, deliveryIds, duplicate: undefined };
   }, TX_OPTIONS);
   if (!stored) return { outcome: "skipped", reason: "processed concurrently" };
+  if (stored.duplicate) {
+    deps.logger.info({ spoolRecipientId, duplicateOf: stored.emailId }, "duplicate message not stored again");
+    await purgeSpoolIfUnused(prisma, rcpt.spoolId);
+    return { outcome: "duplicate", emailId: stored.emailId };
+  }
   await enqueuePendingDeliveries(deps, stored.emailId);
   deps.logger.info({ emailId: stored.emailId, deliveries: stored.deliveryIds.length }, "email stored");
-  return { outcome: "stored", ...stored };
+  return { outcome: "stored", emailId: stored.emailId, deliveryIds: stored.deliveryIds ?? [], parsed: parsed.ok };
+}
+
+async function scanSpam(deps: ProcessDeps, raw: Uint8Array, input: SpamInput): Promise<SpamVerdict> {
+  if (!deps.spam) return { verdict: "GRAY", score: null };
+  try {
+    return await deps.spam(raw, input);
+  } catch (err) {
+    deps.logger.warn({ err: (err as Error).message }, "spam scan failed");
+    return { verdict: "PROCESSING_FAILED", score: null };
+  }
 }
 
 async function destinations(

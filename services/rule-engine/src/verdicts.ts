@@ -8,7 +8,7 @@ export type AuthVerdicts = { spf: Verdict; dkim: Verdict; dmarc: Verdict };
 /** A DNS resolver with the shape of `dns.promises.resolve(name, rrtype)`; tests point it at a loopback server. */
 export type DnsResolve = (name: string, rrtype: string) => Promise<unknown>;
 
-export type AuthInput = { raw: Buffer; ip: string | null; helo: string | null; mailFrom: string; mta: string };
+export type AuthInput = { raw: Uint8Array; ip: string | null; helo: string | null; mailFrom: string; mta: string };
 
 const mapResult = (result: string | undefined): Verdict => {
   switch ((result ?? "").toLowerCase()) {
@@ -29,7 +29,7 @@ const mapResult = (result: string | undefined): Verdict => {
 /** SPF (connecting IP, HELO, MAIL FROM), DKIM and DMARC with mailauth. Never throws. */
 export async function authVerdicts(input: AuthInput, resolver: DnsResolve): Promise<AuthVerdicts> {
   try {
-    const r = await authenticate(input.raw, {
+    const r = await authenticate(Buffer.from(input.raw.buffer, input.raw.byteOffset, input.raw.byteLength), {
       ip: input.ip ?? undefined,
       helo: input.helo ?? undefined,
       sender: input.mailFrom || undefined,

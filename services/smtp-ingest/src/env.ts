@@ -13,6 +13,8 @@ export const ingestEnvSchema = z
     SMTP_TLS_CERT: z.string().optional(),
     SMTP_TLS_KEY: z.string().optional(),
     SMTP_SOCKET_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+    /** Longest a connection may last, however busy; 0 = no limit. */
+    SMTP_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).default(1_800_000),
     SMTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(20),
     SMTP_MAX_CONNECTIONS: z.coerce.number().int().positive().default(500),
   })

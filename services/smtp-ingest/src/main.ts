@@ -23,6 +23,7 @@ try {
     maxMessageBytes: env.MAX_MESSAGE_BYTES,
     maxRecipients: env.MAX_RECIPIENTS,
     socketTimeoutMs: env.SMTP_SOCKET_TIMEOUT_MS,
+    connectionTimeoutMs: env.SMTP_CONNECTION_TIMEOUT_MS,
     maxConnections: env.SMTP_MAX_CONNECTIONS,
     maxConnectionsPerIp: env.SMTP_MAX_CONNECTIONS_PER_IP,
     ...(env.SMTP_TLS_CERT && env.SMTP_TLS_KEY

@@ -18,9 +18,12 @@ export type IngestOptions = {
   maxConnectionsPerIp: number;
   tls?: { cert: string | Buffer; key: string | Buffer };
   closeTimeoutMs?: number;
+  /** Longest a connection may stay open, however busy (the idle limit is socketTimeoutMs). */
+  connectionTimeoutMs?: number;
 };
 
 type RoutedAddress = SMTPServerAddress & { route?: Route };
+type ConnectionHandle = { session?: { id: string }; send(code: number, text: string): void; close(): void };
 
 /**
  * The SMTP ingest server (DESIGN.md §3.1): recipient checks at RCPT, the size limit at DATA, and
@@ -30,6 +33,8 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
   useOwnEnhancedCodes();
   const { prisma, queue, logger } = opts;
   const perIp = new Map<string, number>();
+  const counted = new Set<string>(); // sessions holding a per-IP slot (a refused one holds none)
+  const lifetimes = new Map<string, NodeJS.Timeout>();
   let closing = false;
 
   const server = new SMTPServer({
@@ -57,9 +62,18 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
       const n = (perIp.get(ip) ?? 0) + 1;
       if (n > opts.maxConnectionsPerIp) return cb(smtpError(421, "4.7.0", "Too many connections from your address"));
       perIp.set(ip, n);
+      counted.add(session.id);
+      if (opts.connectionTimeoutMs) {
+        const timer = setTimeout(() => expire(session.id), opts.connectionTimeoutMs);
+        timer.unref();
+        lifetimes.set(session.id, timer);
+      }
       cb();
     },
     onClose(session) {
+      clearTimeout(lifetimes.get(session.id));
+      lifetimes.delete(session.id);
+      if (!counted.delete(session.id)) return;
       const n = (perIp.get(session.remoteAddress) ?? 1) - 1;
       if (n <= 0) perIp.delete(session.remoteAddress);
       else perIp.set(session.remoteAddress, n);
@@ -83,12 +97,14 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
       );
     },
     onData(stream, session, cb) {
-      const chunks: Buffer[] = [];
+      let chunks: Buffer[] = [];
       let bytes = 0;
       stream.on("data", (chunk: Buffer) => {
         bytes += chunk.length;
-        // Past the limit we keep reading (the client is still sending) but stop keeping bytes.
+        // Past the limit we keep reading (the client is still sending) but keep nothing, and let go
+        // of what we had: the answer is 552 whatever follows.
         if (bytes <= opts.maxMessageBytes) chunks.push(chunk);
+        else if (chunks.length) chunks = [];
       });
       stream.on("error", (err) => cb(err));
       stream.on("end", () => {
@@ -105,6 +121,17 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
       });
     },
   });
+
+  /** The connection-lifetime limit: 421 and close, like smtp-server's own idle timeout. */
+  function expire(sessionId: string) {
+    lifetimes.delete(sessionId);
+    const connections = (server as unknown as { connections: Set<ConnectionHandle> }).connections;
+    for (const c of connections) {
+      if (c.session?.id !== sessionId) continue;
+      c.send(421, "4.4.2 Connection time limit exceeded, closing connection");
+      c.close();
+    }
+  }
 
   async function accept(session: SMTPServerSession, raw: Buffer): Promise<string> {
     const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));

@@ -1,0 +1,128 @@
+import type { AddressInfo } from "node:net";
+import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queues";
+import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import { createIngestServer, type IngestOptions } from "../src/server.ts";
+
+export type Ingest = {
+  port: number;
+  server: ReturnType<typeof createIngestServer>;
+  close(): Promise<void>;
+};
+
+export type IngestEnv = {
+  env: TestEnv;
+  prisma: PrismaClient;
+  redis: Redis;
+  queue: Queue;
+  start(overrides?: Partial<IngestOptions>): Promise<Ingest>;
+  close(): Promise<void>;
+};
+
+/** A fresh database and Redis prefix, and ingest servers on ephemeral ports wired as main.ts wires them. */
+export async function ingestEnv(): Promise<IngestEnv> {
+  const env = await createTestEnv();
+  const prisma = createPrisma(env.databaseUrl, { max: 4 });
+  const redis = createRedis(env.redisUrl, "producer");
+  const queue = createQueue("inbound", { connection: redis, prefix: env.redisPrefix });
+  const started: Ingest[] = [];
+  return {
+    env,
+    prisma,
+    redis,
+    queue,
+    async start(overrides = {}) {
+      const server = createIngestServer({
+        prisma,
+        queue,
+        logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
+        hostname: "mx.mailroom.test",
+        maxMessageBytes: 1_000_000,
+        maxRecipients: 5,
+        socketTimeoutMs: 30_000,
+        maxConnections: 50,
+        maxConnectionsPerIp: 20,
+        closeTimeoutMs: 500,
+        ...overrides,
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+      const port = (server.server.address() as AddressInfo).port;
+      const ingest: Ingest = {
+        port,
+        server,
+        close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+      };
+      started.push(ingest);
+      return ingest;
+    },
+    async close() {
+      for (const s of started) await s.close().catch(() => undefined);
+      await queue.close();
+      redis.disconnect();
+      await prisma.$disconnect();
+      await env.cleanup();
+    },
+  };
+}
+
+export type Seeded = { accountId: string; domainId: string; domain: string };
+
+/** An account with one domain (verified unless told otherwise), straight into the database. */
+export async function seedDomain(
+  prisma: PrismaClient,
+  domain: string,
+  opts: {
+    plan?: string;
+    status?: string;
+    catchAll?: boolean;
+    catchAllEndpointId?: string | null;
+    accountId?: string;
+  } = {},
+): Promise<Seeded> {
+  const accountId = opts.accountId ?? newId("account");
+  if (!opts.accountId)
+    await prisma.account.create({ data: { id: accountId, name: domain, plan: opts.plan ?? "free" } });
+  const domainId = newId("domain");
+  await prisma.domain.create({
+    data: {
+      id: domainId,
+      accountId,
+      domain,
+      status: opts.status ?? "verified",
+      dkimTokens: [],
+      dnsRecords: [],
+      catchAllEnabled: opts.catchAll ?? false,
+      catchAllEndpointId: opts.catchAllEndpointId ?? null,
+    },
+  });
+  return { accountId, domainId, domain };
+}
+
+export async function seedAddress(
+  prisma: PrismaClient,
+  d: Seeded,
+  localPart: string,
+  opts: { active?: boolean; endpointId?: string | null } = {},
+): Promise<string> {
+  const id = newId("address");
+  await prisma.address.create({
+    data: {
+      id,
+      accountId: d.accountId,
+      domainId: d.domainId,
+      localPart,
+      active: opts.active ?? true,
+      endpointId: opts.endpointId ?? null,
+    },
+  });
+  return id;
+}
+
+export async function seedEndpoint(prisma: PrismaClient, accountId: string, url: string): Promise<string> {
+  const id = newId("endpoint");
+  await prisma.endpoint.create({
+    data: { id, accountId, name: "test", url, secret: "whsec_test_secret_0123456789abcdef", timeoutSeconds: 5 },
+  });
+  return id;
+}

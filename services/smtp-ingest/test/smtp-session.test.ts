@@ -1,0 +1,187 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { connect, haveSwaks, rawSession, send, sendOnce, simpleMessage, swaks } from "./clients.ts";
+import { type Ingest, type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
+
+/** The session around the transaction: EHLO, STARTTLS, shutdown, timeouts, the per-IP cap. */
+describe("smtp-ingest session", () => {
+  let t: IngestEnv;
+  let plain: Ingest;
+  let d: Seeded;
+  let certDir: string;
+
+  beforeAll(async () => {
+    t = await ingestEnv();
+    plain = await t.start({ maxMessageBytes: 1_000_000 });
+    d = await seedDomain(t.prisma, "session.example");
+    await seedAddress(t.prisma, d, "support");
+    // A self-signed certificate made for this run.
+    certDir = mkdtempSync(join(tmpdir(), "mailroom-tls-"));
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=mx.mailroom.test",
+        "-keyout",
+        join(certDir, "key.pem"),
+        "-out",
+        join(certDir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (certDir) rmSync(certDir, { recursive: true, force: true });
+  });
+
+  const swaksIt = haveSwaks() ? it : it.skip;
+  if (!haveSwaks())
+    console.warn("swaks is not installed (bash scripts/install-mail-tools.sh swaks): swaks cases skipped");
+
+  swaksIt(
+    "EHLO advertises SIZE, 8BITMIME, SMTPUTF8, PIPELINING, ENHANCEDSTATUSCODES and no STARTTLS without a certificate",
+    async () => {
+      const r = await swaks([
+        "--server",
+        `127.0.0.1:${plain.port}`,
+        "--quit-after",
+        "EHLO",
+        "--ehlo",
+        "client.example",
+      ]);
+      const caps = r.transcript
+        .split("\n")
+        .filter((l) => /^<-\s+250[- ]/.test(l))
+        .map((l) => l.replace(/^<-\s+250[- ]/, "").trim());
+      expect(caps).toEqual(
+        expect.arrayContaining(["SIZE 1000000", "8BITMIME", "SMTPUTF8", "PIPELINING", "ENHANCEDSTATUSCODES"]),
+      );
+      expect(caps).not.toContain("STARTTLS");
+      expect(caps.some((c) => c.startsWith("AUTH"))).toBe(false);
+    },
+  );
+
+  swaksIt("swaks delivers with PIPELINING and an 8-bit, SMTPUTF8 body", async () => {
+    const r = await swaks([
+      "--server",
+      `127.0.0.1:${plain.port}`,
+      "--pipeline",
+      "--from",
+      "ünïcode@sender.example",
+      "--to",
+      "support@session.example",
+      "--header",
+      "Subject: Grüße",
+      "--body",
+      "Größe: 8-bit body",
+      "--ehlo",
+      "client.example",
+    ]);
+    expect(r.transcript).toMatch(/<\*\*\s+|<-\s+250 2\.0\.0 Ok: queued as spl_/);
+    expect(r.code).toBe(0);
+  });
+
+  it("STARTTLS with SMTP_TLS_CERT/KEY: advertised, negotiated, and the message accepted over TLS", async () => {
+    const tls = await t.start({
+      tls: { cert: readFileSync(join(certDir, "cert.pem")), key: readFileSync(join(certDir, "key.pem")) },
+    });
+    const conn = await connect({ port: tls.port, tls: true });
+    expect(conn.secure).toBe(true);
+    const r = await send(
+      conn,
+      { from: "a@sender.example", to: ["support@session.example"] },
+      simpleMessage("a@sender.example", "support@session.example"),
+    );
+    conn.quit();
+    expect(r.response).toMatch(/^250 2\.0\.0 Ok: queued as spl_/);
+    if (haveSwaks()) {
+      const s = await swaks([
+        "--server",
+        `127.0.0.1:${tls.port}`,
+        "--tls",
+        "--to",
+        "support@session.example",
+        "--from",
+        "a@sender.example",
+      ]);
+      expect(s.transcript).toMatch(/STARTTLS/);
+      expect(s.transcript).toMatch(/250 2\.0\.0 Ok: queued as spl_/);
+    }
+  });
+
+  it("421 on shutdown: an open session gets 421 at its next command, a new connection gets 421 at once", async () => {
+    const ing = await t.start();
+    const conn = await connect({ port: ing.port });
+    ing.server.shuttingDown();
+    const late = await rawSession(ing.port);
+    expect(await late.next(/^\d{3} /)).toMatch(/^421 4\.3\.2 /);
+    const r = await send(
+      conn,
+      { from: "a@sender.example", to: ["support@session.example"] },
+      simpleMessage("a@sender.example", "support@session.example"),
+    );
+    expect(r.ok).toBe(false);
+    expect(r.code).toBe(421);
+    await ing.close();
+  });
+
+  it("421 after the idle timeout", async () => {
+    const ing = await t.start({ socketTimeoutMs: 300 });
+    const s = await rawSession(ing.port);
+    await s.next(/^220 /);
+    s.write("EHLO client.example");
+    await s.next(/^250 /);
+    expect(await s.next(/^421 /)).toMatch(/^421 .*Timeout/i);
+    await s.closed;
+  });
+
+  it("421 4.4.2 when a busy connection reaches its time limit", async () => {
+    const ing = await t.start({ connectionTimeoutMs: 400 });
+    const s = await rawSession(ing.port);
+    await s.next(/^220 /);
+    s.write("EHLO client.example");
+    // Never idle: a NOOP every 50 ms, until the server ends the session.
+    const keepBusy = setInterval(() => s.write("NOOP"), 50);
+    try {
+      expect(await s.next(/^421 /)).toMatch(/^421 4\.4\.2 /);
+      await s.closed;
+    } finally {
+      clearInterval(keepBusy);
+    }
+  });
+
+  it("421 4.7.0 for a connection over the per-IP cap; the others carry on", async () => {
+    const ing = await t.start({ maxConnectionsPerIp: 2 });
+    const a = await connect({ port: ing.port });
+    const b = await connect({ port: ing.port });
+    await expect(connect({ port: ing.port })).rejects.toMatchObject({ responseCode: 421 });
+    const third = await rawSession(ing.port);
+    expect(await third.next(/^\d{3} /)).toMatch(/^421 4\.7\.0 /);
+    const r = await send(
+      a,
+      { from: "a@sender.example", to: ["support@session.example"] },
+      simpleMessage("a@sender.example", "support@session.example"),
+    );
+    expect(r.response).toMatch(/^250 /);
+    a.quit();
+    b.quit();
+    // Once they have gone, a new connection is welcome again.
+    const again = await sendOnce(
+      { port: ing.port },
+      { from: "a@sender.example", to: ["support@session.example"] },
+      simpleMessage("a@sender.example", "support@session.example"),
+    );
+    expect(again.ok).toBe(true);
+  });
+});
