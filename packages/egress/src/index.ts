@@ -1,2 +1,3 @@
+export * from "./delivery.ts";
 export * from "./lookup.ts";
 export * from "./request.ts";

@@ -1,8 +1,10 @@
-import { deliveryHeaders, emailReceivedPayload, emailView, signatureHeader } from "@mailroom/core";
+import { emailReceivedPayload, emailView } from "@mailroom/core";
 import { newId, type PrismaClient } from "@mailroom/db";
+import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 import { enqueue, type Queue } from "@mailroom/queues";
 import { retryDelayMs } from "./backoff.ts";
+import type { EndpointSlots } from "./slots.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
 export type SendResult = { status: number | null; body: string; durationMs: number; error: string | null };
@@ -15,6 +17,8 @@ export type DispatchDeps = {
   send: Send;
   publicApiUrl: string;
   backoffUnitMs: number;
+  /** Per-endpoint concurrency limit; without it every attempt goes ahead. */
+  slots?: EndpointSlots;
   now?: () => Date;
 };
 
@@ -22,16 +26,30 @@ export type AttemptOutcome =
   | { outcome: "delivered"; attempt: number }
   | { outcome: "retrying"; attempt: number; nextAttemptAt: Date }
   | { outcome: "dead"; attempt: number }
+  /** The endpoint is inactive: no attempt; the delivery waits until it is active again. */
+  | { outcome: "paused" }
+  /** The endpoint already has its maximum of attempts in flight: try again shortly. */
+  | { outcome: "busy" }
+  /** The job ran before the row's nextAttemptAt: run it again then. */
+  | { outcome: "early"; nextAttemptAt: Date }
   | { outcome: "skipped"; reason: string };
 
-const USER_AGENT = "mailroom-webhooks/1.0";
+/** A job may fire this much before nextAttemptAt and still count as on time. */
+const EARLY_TOLERANCE_MS = 500;
+/** A slot lease outlives the longest attempt (30 s timeout + DNS) so a crashed worker frees it. */
+const SLOT_LEASE_MARGIN_MS = 15_000;
 
 /**
  * One delivery attempt (DESIGN.md §3.3). The Delivery row is the source of truth: the attempt is
  * recorded and the next one scheduled in one transaction that only succeeds if no other worker
- * recorded this attempt number first.
+ * recorded this attempt number first. `expectedAttempt` (from the job id `<id>.<n>`) makes a stale
+ * job — one whose attempt was already made — a no-op.
  */
-export async function attemptDelivery(deps: DispatchDeps, deliveryId: string): Promise<AttemptOutcome> {
+export async function attemptDelivery(
+  deps: DispatchDeps,
+  deliveryId: string,
+  opts: { expectedAttempt?: number; holder?: string } = {},
+): Promise<AttemptOutcome> {
   const { prisma } = deps;
   const now = deps.now ?? (() => new Date());
   const d = await prisma.delivery.findUnique({
@@ -48,38 +66,62 @@ export async function attemptDelivery(deps: DispatchDeps, deliveryId: string): P
   });
   if (!d) return { outcome: "skipped", reason: "delivery not found" };
   if (d.status === "delivered" || d.status === "dead") return { outcome: "skipped", reason: `already ${d.status}` };
-
   const attempt = d.attemptCount + 1;
-  const payload = emailReceivedPayload({
-    deliveryId: d.id,
-    createdAt: d.createdAt,
-    email: emailView(d.email, d.email.attachments, deps.publicApiUrl),
-    domain: d.email.domain?.domain ?? "",
-    address: d.email.recipient ?? "",
-    endpointId: d.endpointId,
-  });
-  const body = JSON.stringify(payload);
-  const headers = buildHeaders(d.endpoint, d.id, body, now());
+  if (opts.expectedAttempt !== undefined && opts.expectedAttempt !== attempt) {
+    return { outcome: "skipped", reason: `stale job for attempt ${opts.expectedAttempt}; next is ${attempt}` };
+  }
+  if (!d.endpoint.active) return { outcome: "paused" };
+  if (d.nextAttemptAt && d.nextAttemptAt.getTime() - now().getTime() > EARLY_TOLERANCE_MS) {
+    return { outcome: "early", nextAttemptAt: d.nextAttemptAt };
+  }
 
-  const startedAt = now();
-  const result = await deps.send({ url: d.endpoint.url, body, headers, timeoutMs: d.endpoint.timeoutSeconds * 1000 });
-  const finishedAt = now();
-  const ok = result.error === null && result.status !== null && result.status >= 200 && result.status < 300;
-  const exhausted = attempt >= d.maxAttempts;
+  const timeoutMs = d.endpoint.timeoutSeconds * 1000;
+  const holder = opts.holder ?? `${d.id}.${attempt}`;
+  if (deps.slots && !(await deps.slots.acquire(d.endpointId, holder, timeoutMs + SLOT_LEASE_MARGIN_MS))) {
+    return { outcome: "busy" };
+  }
+
+  let result: SendResult;
+  let startedAt: Date;
+  let finishedAt: Date;
+  try {
+    const payload = emailReceivedPayload({
+      deliveryId: d.id,
+      createdAt: d.createdAt,
+      email: emailView(d.email, d.email.attachments, deps.publicApiUrl),
+      domain: d.email.domain?.domain ?? "",
+      address: d.email.recipient ?? "",
+      endpointId: d.endpointId,
+    });
+    startedAt = now();
+    const { body, headers } = buildDeliveryRequest(d.endpoint, payload, startedAt);
+    result = await deps.send({ url: d.endpoint.url, body, headers, timeoutMs });
+    finishedAt = now();
+  } finally {
+    await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
+  }
+
+  const verdict = judgeResponse(result);
+  // 410 Gone: the receiver says this URL is gone for good; retrying would only be noise.
+  const gone = result.status === 410 && result.error === null;
+  const exhausted = attempt >= d.maxAttempts || gone;
   const nextAttemptAt =
-    ok || exhausted ? null : new Date(finishedAt.getTime() + retryDelayMs(attempt, deps.backoffUnitMs));
-  const status = ok ? "delivered" : exhausted ? "dead" : "retrying";
+    verdict.ok || exhausted
+      ? null
+      : new Date(finishedAt.getTime() + retryDelayMs(attempt - d.attemptBase, deps.backoffUnitMs));
+  const status = verdict.ok ? "delivered" : exhausted ? "dead" : "retrying";
+  const error = verdict.ok ? null : gone ? "HTTP 410 (endpoint gone: no further attempts)" : verdict.error;
 
   const recorded = await prisma.$transaction(async (tx) => {
     const claimed = await tx.delivery.updateMany({
-      where: { id: d.id, attemptCount: d.attemptCount },
+      where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
       data: {
         attemptCount: attempt,
         status,
         nextAttemptAt,
         lastStatusCode: result.status,
-        lastError: ok ? null : (result.error ?? `HTTP ${result.status}`),
-        deliveredAt: ok ? finishedAt : null,
+        lastError: error,
+        deliveredAt: verdict.ok ? finishedAt : null,
       },
     });
     if (claimed.count === 0) return false;
@@ -90,7 +132,7 @@ export async function attemptDelivery(deps: DispatchDeps, deliveryId: string): P
         number: attempt,
         statusCode: result.status,
         durationMs: result.durationMs,
-        error: ok ? null : (result.error ?? `HTTP ${result.status}`),
+        error,
         responseBody: result.body.slice(0, 4096),
         startedAt,
         finishedAt,
@@ -101,45 +143,24 @@ export async function attemptDelivery(deps: DispatchDeps, deliveryId: string): P
   if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
 
   if (nextAttemptAt) {
-    await enqueue(
-      deps.queue,
-      "delivery",
-      { deliveryId: d.id },
-      {
-        jobId: `${d.id}.${attempt + 1}`,
-        delay: Math.max(0, nextAttemptAt.getTime() - Date.now()),
-      },
-    );
+    await enqueueAttempt(deps.queue, d.id, attempt + 1, nextAttemptAt);
     return { outcome: "retrying", attempt, nextAttemptAt };
   }
-  return ok ? { outcome: "delivered", attempt } : { outcome: "dead", attempt };
+  return verdict.ok ? { outcome: "delivered", attempt } : { outcome: "dead", attempt };
 }
 
-type EndpointForHeaders = {
-  type: string;
-  headers: unknown;
-  secret: string;
-  previousSecret: string | null;
-  previousSecretExpiresAt: Date | null;
-};
+/** The job of attempt `n`: its id dedupes re-enqueues by the sweeper or a restarted process. */
+export function enqueueAttempt(queue: Queue, deliveryId: string, n: number, at: Date) {
+  return enqueue(
+    queue,
+    "delivery",
+    { deliveryId },
+    { jobId: `${deliveryId}.${n}`, delay: Math.max(0, at.getTime() - Date.now()) },
+  );
+}
 
-/** Custom headers first, so ours (already refused as custom names at create) always win. */
-export function buildHeaders(
-  endpoint: EndpointForHeaders,
-  deliveryId: string,
-  body: string,
-  at: Date,
-): Record<string, string> {
-  const secrets = [endpoint.secret];
-  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > at) {
-    secrets.push(endpoint.previousSecret);
-  }
-  // Slack and Discord deliveries are not signed (spec §6.1).
-  const signature = endpoint.type === "webhook" ? signatureHeader(secrets, body, at.getTime() / 1000) : null;
-  return {
-    ...((endpoint.headers ?? {}) as Record<string, string>),
-    "Content-Type": "application/json",
-    "User-Agent": USER_AGENT,
-    ...deliveryHeaders(deliveryId, signature),
-  };
+/** The attempt number in a job id `<deliveryId>.<n>`, or undefined for any other id. */
+export function attemptOfJobId(jobId: string | undefined): number | undefined {
+  const m = /\.(\d+)$/.exec(jobId ?? "");
+  return m ? Number(m[1]) : undefined;
 }

@@ -4,6 +4,8 @@ import { z } from "zod";
 export const dispatcherEnvSchema = z.object({
   ...commonEnv,
   DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(16),
+  /** Attempts in flight to one endpoint across all dispatchers: a slow endpoint cannot take every slot. */
+  DISPATCHER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(4),
   /** Length of one backoff "minute". Tests shorten it; production keeps the spec's minute. */
   BACKOFF_UNIT_MS: z.coerce.number().int().positive().default(60_000),
   /** Local development only: deliveries may go to private addresses (SSRF guard off). */
@@ -11,6 +13,8 @@ export const dispatcherEnvSchema = z.object({
   /** Comma-separated DNS servers for endpoint host lookups; default: the system's. */
   DNS_SERVERS: z.string().optional(),
   SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
+  /** A due delivery is re-queued by the sweeper once it is this overdue. */
+  SWEEP_GRACE_MS: z.coerce.number().int().nonnegative().default(30_000),
 });
 
 export type DispatcherEnv = z.infer<typeof dispatcherEnvSchema>;

@@ -31,8 +31,15 @@ try {
     connection: workerRedis,
     prefix: env.REDIS_PREFIX,
     concurrency: env.DISPATCHER_CONCURRENCY,
+    endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY,
+    slotsRedis: producerRedis,
+    sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    sweepGraceMs: env.SWEEP_GRACE_MS,
   });
-  logger.info({ concurrency: env.DISPATCHER_CONCURRENCY }, "webhook-dispatcher consuming queue delivery");
+  logger.info(
+    { concurrency: env.DISPATCHER_CONCURRENCY, endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY },
+    "webhook-dispatcher consuming queue delivery",
+  );
   installShutdown(
     logger,
     [

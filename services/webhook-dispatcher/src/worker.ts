@@ -1,20 +1,91 @@
 import { createWorker, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
-import { attemptDelivery, type DispatchDeps } from "./dispatch.ts";
+import { attemptDelivery, attemptOfJobId, type DispatchDeps } from "./dispatch.ts";
+import { createEndpointSlots } from "./slots.ts";
+import { sweepOverdueDeliveries } from "./sweeper.ts";
 
-export type Dispatcher = { worker: Worker; close(): Promise<void> };
+export type Dispatcher = { worker: Worker; sweep(): Promise<number>; close(): Promise<void> };
 
-export function startDispatcher(
-  deps: DispatchDeps & { connection: Redis; prefix: string; concurrency: number },
-): Dispatcher {
+export type DispatcherOptions = DispatchDeps & {
+  connection: Redis;
+  prefix: string;
+  /** Attempts in flight in this process. */
+  concurrency: number;
+  /** Attempts in flight to one endpoint, across every dispatcher process (default 4). */
+  endpointConcurrency?: number;
+  /** How long a job waits before asking again for a slot of a busy endpoint (default 1 s). */
+  busyRetryMs?: number;
+  /** Redis connection for the endpoint slots; default: `connection`. */
+  slotsRedis?: Redis;
+  /** How often the sweeper looks for due deliveries without a job (default 30 s). */
+  sweepIntervalMs?: number;
+  /** How overdue a delivery must be before the sweeper re-queues it (default 30 s). */
+  sweepGraceMs?: number;
+};
+
+/**
+ * BullMQ treats an error named DelayedError as "the job moved itself to the delayed set": no
+ * failure, no attempt used. The queues package does not re-export bullmq's class.
+ */
+class MovedToDelayed extends Error {
+  override name = "DelayedError";
+}
+
+/** The `delivery` worker, the per-endpoint concurrency limit and the sweeper that re-queues lost jobs. */
+export function startDispatcher(opts: DispatcherOptions): Dispatcher {
+  const slots =
+    opts.slots ??
+    createEndpointSlots(opts.slotsRedis ?? opts.connection, {
+      prefix: opts.prefix,
+      limit: opts.endpointConcurrency ?? 4,
+    });
+  const deps: DispatchDeps = { ...opts, slots };
+  const busyRetryMs = opts.busyRetryMs ?? 1_000;
   const worker = createWorker(
     "delivery",
-    async ({ deliveryId }) => {
-      const r = await attemptDelivery(deps, deliveryId);
-      deps.logger.info({ deliveryId, ...r }, "delivery attempt");
+    async ({ deliveryId }, job) => {
+      const r = await attemptDelivery(deps, deliveryId, {
+        expectedAttempt: attemptOfJobId(job.id),
+        holder: `${job.id}:${job.token ?? ""}`,
+      });
+      if (r.outcome === "busy" || r.outcome === "early") {
+        // Give the worker slot back instead of waiting in it: that is what keeps one slow endpoint
+        // from occupying every slot. Jitter spreads the waiting jobs out.
+        const at = r.outcome === "early" ? r.nextAttemptAt.getTime() : Date.now() + busyRetryMs * (0.5 + Math.random());
+        await job.moveToDelayed(at, job.token);
+        throw new MovedToDelayed(`delivery ${deliveryId}: ${r.outcome}`);
+      }
+      if (r.outcome !== "skipped" || !r.reason.startsWith("stale")) {
+        opts.logger.info({ deliveryId, jobId: job.id, ...r }, "delivery attempt");
+      }
     },
-    { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency },
+    { connection: opts.connection, prefix: opts.prefix, concurrency: opts.concurrency },
   );
-  worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "delivery job failed"));
-  return { worker, close: () => worker.close() };
+  worker.on("failed", (job, err) => opts.logger.warn({ jobId: job?.id, err: err.message }, "delivery job failed"));
+
+  let sweeping: Promise<number> | null = null;
+  const sweep = () => {
+    sweeping ??= sweepOverdueDeliveries(opts.prisma, opts.queue, opts.logger, { graceMs: opts.sweepGraceMs }).finally(
+      () => {
+        sweeping = null;
+      },
+    );
+    return sweeping;
+  };
+  const runSweep = () => {
+    sweep().catch((err) => opts.logger.warn({ err: (err as Error).message }, "delivery sweep failed"));
+  };
+  // Right away too: a dispatcher starting after an outage picks up what is overdue.
+  runSweep();
+  const timer = setInterval(runSweep, opts.sweepIntervalMs ?? 30_000);
+  timer.unref();
+  return {
+    worker,
+    sweep,
+    async close() {
+      clearInterval(timer);
+      await worker.close();
+      await sweeping?.catch(() => undefined);
+    },
+  };
 }
