@@ -2,7 +2,7 @@ import { promises as dns } from "node:dns";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createCursorCodec, createPrisma, type PrismaClient } from "@mailroom/db";
-import { type DomainDns, startVerifier } from "@mailroom/domain-verifier";
+import { type DomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";

@@ -2,7 +2,7 @@
 // same lifecycle as the scheduled loop, so the two can never disagree about what "verified" means.
 export { type CheckResult, checkRecords, type RecordResult } from "./check.ts";
 export { createDomainDns, type DnsOptions, type DomainDns, type Lookup, parseDnsServers } from "./dns.ts";
-export { dnsServersEnv } from "./env.ts";
+export { dnsServersEnv } from "./dns-env.ts";
 export * from "./lifecycle.ts";
 export {
   type CheckOutcome,

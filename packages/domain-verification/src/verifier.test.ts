@@ -3,9 +3,9 @@ import { domainDnsRecords } from "@mailroom/core";
 import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { createTestEnv, type DnsServer, startDnsServer, type TestEnv } from "@mailroom/testing";
-import { createDomainDns, type DomainDns } from "../src/dns.ts";
-import { PENDING_WINDOW_MS, VERIFIED_RECHECK_MS } from "../src/lifecycle.ts";
-import { runDueChecks, type VerifierOptions, verifyNow } from "../src/verifier.ts";
+import { createDomainDns, type DomainDns } from "./dns.ts";
+import { PENDING_WINDOW_MS, VERIFIED_RECHECK_MS } from "./lifecycle.ts";
+import { runDueChecks, type VerifierOptions, verifyNow } from "./verifier.ts";
 
 /**
  * The verifier against a real Postgres and a real DNS server on loopback, with an injected clock:

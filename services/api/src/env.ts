@@ -1,5 +1,5 @@
 import { commonEnv, envBoolean, parseEnv } from "@mailroom/config";
-import { dnsServersEnv } from "@mailroom/domain-verifier";
+import { dnsServersEnv } from "@mailroom/domain-verification";
 import { z } from "zod";
 
 export const apiEnvSchema = z.object({

@@ -1,5 +1,5 @@
 import { createCursorCodec, createPrisma } from "@mailroom/db";
-import { createDomainDns } from "@mailroom/domain-verifier";
+import { createDomainDns } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
 import { createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createDomainDns } from "@mailroom/domain-verifier";
+import { createDomainDns } from "@mailroom/domain-verification";
 import { type DnsServer, startDnsServer } from "@mailroom/testing";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 

@@ -1,9 +1,8 @@
 import { createPrisma } from "@mailroom/db";
+import { createDomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
 import { fatal, installShutdown } from "@mailroom/runtime";
-import { createDomainDns } from "./dns.ts";
 import { loadVerifierEnv } from "./env.ts";
-import { startVerifier } from "./verifier.ts";
 
 const bootLogger = createLogger("domain-verifier");
 try {

@@ -1,5 +1,5 @@
 import type { CursorCodec, PrismaClient } from "@mailroom/db";
-import type { DomainDns } from "@mailroom/domain-verifier";
+import type { DomainDns } from "@mailroom/domain-verification";
 import type { Logger } from "@mailroom/log";
 
 /** What the service layer needs; shared by the REST routes and the MCP tools. */

@@ -1,5 +1,5 @@
 import { AppError, domainView } from "@mailroom/core";
-import { createDomainDns, verifyNow } from "@mailroom/domain-verifier";
+import { createDomainDns, verifyNow } from "@mailroom/domain-verification";
 import type { OpsContext } from "./context.ts";
 import { findOwnedDomain } from "./domains.ts";
 
