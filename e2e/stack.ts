@@ -6,6 +6,7 @@ import { type DomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import type { Express } from "express";
 import { createApp } from "../services/api/src/app.ts";
 import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
 import type { RateLimitConfig } from "../services/api/src/lib/rate-limit.ts";
@@ -20,6 +21,8 @@ export type Stack = {
   env: TestEnv;
   prisma: PrismaClient;
   apiUrl: string;
+  /** The API's express app (for walking its routes). */
+  app: Express;
   smtpPort: number;
   inboundQueue: Queue;
   deliveryQueue: Queue;
@@ -166,6 +169,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     env,
     prisma,
     apiUrl,
+    app,
     smtpPort,
     inboundQueue,
     deliveryQueue,
