@@ -6,3 +6,4 @@ export * from "./shield/index.ts";
 export * from "./plans.ts";
 export * from "./ssrf.ts";
 export * from "./chat.ts";
+export * from "./domains.ts";
