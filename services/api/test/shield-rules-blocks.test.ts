@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { pageOf } from "../src/lib/schemas.ts";
+import { blockSchema } from "../src/routes/shield-schemas.ts";
 
 /**
  * GET /blocks: keyset pagination, newest first. The rows are inserted as the rule engine writes them
@@ -51,6 +53,7 @@ describe("GET /blocks", () => {
         `/api/v1/blocks?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
       );
       expect(res.status).toBe(200);
+      expect(pageOf(blockSchema).safeParse(res.body).error).toBeUndefined();
       expect(res.body.data.length).toBeLessThanOrEqual(2);
       seen.push(...res.body.data.map((b: { id: string }) => b.id));
       cursor = res.body.nextCursor;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { dryRunResultSchema } from "../src/routes/shield-schemas.ts";
 
 /** POST /shield-rules/test: the account's stored rules against a message given as fields or raw MIME. */
 describe("POST /shield-rules/test (dry run)", () => {
@@ -55,7 +56,12 @@ describe("POST /shield-rules/test (dry run)", () => {
     await stack?.close();
   });
 
-  const dry = (body: unknown) => acct.api("POST", "/api/v1/shield-rules/test", body);
+  const dry = async (body: unknown) => {
+    const res = await acct.api("POST", "/api/v1/shield-rules/test", body);
+    // Every answer has exactly the documented shape.
+    if (res.status === 200) expect(dryRunResultSchema.safeParse(res.body).error).toBeUndefined();
+    return res;
+  };
 
   it("fields: names the deciding rule, the effect and why, with the full trace", async () => {
     const res = await dry({

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { shieldRuleListSchema, shieldRuleSchema } from "../src/routes/shield-schemas.ts";
 
 /** The shield-rule API over real HTTP against a real database (no SMTP: see e2e/shield-*.test.ts). */
 describe("shield rules API", () => {
@@ -52,6 +53,7 @@ describe("shield rules API", () => {
         endpointIds: [],
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       });
+      expect(shieldRuleSchema.safeParse(first.body).error).toBeUndefined();
       const second = await acct.api("POST", "/api/v1/shield-rules", rule({ action: "allow" }));
       expect(second.body.priority).toBe(2);
       const got = await acct.api("GET", `/api/v1/shield-rules/${first.body.id}`);
@@ -203,6 +205,7 @@ describe("shield rules API", () => {
       const b = (await acct.api("POST", "/api/v1/shield-rules", rule({ name: "b" }))).body;
       const list = await acct.api("GET", "/api/v1/shield-rules");
       expect(list.body).toEqual({ data: [a, b] });
+      expect(shieldRuleListSchema.safeParse(list.body).error).toBeUndefined();
       expect((await other.api("GET", "/api/v1/shield-rules")).body).toEqual({ data: [] });
       for (const [method, body] of [
         ["GET", undefined],
@@ -276,6 +279,22 @@ describe("shield rules API", () => {
       ]);
       expect((await priorities(acct)).map((p: [string, number]) => p[1])).toEqual([1, 2, 3, 4]);
     });
+
+    it("rules removed by cascade (their domain deleted) leave no gap once the next write runs", async () => {
+      const acct = await stack.account({ plan: "scale" });
+      const { domainId } = await domainAndAddress(acct, "cascade.example.com");
+      const first = (await acct.api("POST", "/api/v1/shield-rules", rule())).body.id;
+      await acct.api("POST", "/api/v1/shield-rules", rule({ domainId }));
+      const third = (await acct.api("POST", "/api/v1/shield-rules", rule())).body.id;
+      await stack.prisma.domain.delete({ where: { id: domainId } });
+      const fourth = await acct.api("POST", "/api/v1/shield-rules", rule());
+      expect(fourth.body.priority).toBe(3);
+      expect(await priorities(acct)).toEqual([
+        [first, 1],
+        [third, 2],
+        [fourth.body.id, 3],
+      ]);
+    });
   });
 
   describe("POST /shield-rules/reorder", () => {
@@ -314,6 +333,26 @@ describe("shield rules API", () => {
         [a, 3],
         [c, 4],
       ]);
+    });
+
+    it("every shield-rule route is in the OpenAPI document", async () => {
+      const res = await fetch(`${stack.apiUrl}/api/v1/openapi.json`);
+      const doc = (await res.json()) as { paths: Record<string, Record<string, { summary: string }>> };
+      const ops = [
+        ["/shield-rules", "post"],
+        ["/shield-rules", "get"],
+        ["/shield-rules/reorder", "post"],
+        ["/shield-rules/test", "post"],
+        ["/shield-rules/{id}", "get"],
+        ["/shield-rules/{id}", "patch"],
+        ["/shield-rules/{id}", "delete"],
+        ["/blocks", "get"],
+      ] as const;
+      for (const [path, method] of ops) {
+        const op = doc.paths[path]?.[method] ?? doc.paths[`/api/v1${path}`]?.[method];
+        expect(op?.summary).toBeDefined();
+        expect(op?.summary).not.toBe("Undocumented route");
+      }
     });
 
     it("an account without rules reorders the empty list", async () => {

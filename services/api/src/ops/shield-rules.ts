@@ -121,7 +121,10 @@ export async function createShieldRule(ctx: OpsContext, accountId: string, body:
       _count: { _all: true },
       _max: { priority: true },
     });
-    if (agg._count._all >= cap) {
+    const count = agg._count._all;
+    // Deleting a domain or address deletes its rules by cascade and can leave a gap: close it first.
+    if ((agg._max.priority ?? 0) !== count) await compactPriorities(tx, accountId);
+    if (count >= cap) {
       throw new AppError(
         "payment_required",
         `The ${plan} plan allows at most ${cap} shield rules; delete a rule or upgrade the plan to add another`,
@@ -134,7 +137,7 @@ export async function createShieldRule(ctx: OpsContext, accountId: string, body:
         accountId,
         name: input.name,
         action: input.action,
-        priority: (agg._max.priority ?? 0) + 1,
+        priority: count + 1,
         domainId: input.domainId,
         addressId: input.addressId,
         conditions: input.conditions,
@@ -193,16 +196,35 @@ export async function deleteShieldRule(ctx: OpsContext, accountId: string, id: s
     const row = await tx.shieldRule.findFirst({ where: { id, accountId }, select: { priority: true } });
     if (!row) throw new AppError("not_found", "Shield rule not found");
     await tx.shieldRule.delete({ where: { id } });
-    // Two steps because (accountId, priority) is unique and checked row by row: park the moved rules
-    // on negative numbers, then bring them back one lower.
-    await tx.$executeRaw`UPDATE shield_rules SET priority = -(priority - 1)
-      WHERE "accountId" = ${accountId} AND priority > ${row.priority}`;
-    await tx.$executeRaw`UPDATE shield_rules SET priority = -priority
-      WHERE "accountId" = ${accountId} AND priority < 0`;
+    await compactPriorities(tx, accountId);
   }, TX);
 }
 
-const reorderSchema = z.object(
+/**
+ * Renumbers the account's rules 1..n keeping their order. Two statements because (accountId,
+ * priority) is unique and checked row by row: park every rule on its negated priority first.
+ * The caller holds the account lock.
+ */
+async function compactPriorities(tx: Prisma.TransactionClient, accountId: string): Promise<void> {
+  await tx.$executeRaw`UPDATE shield_rules SET priority = -priority WHERE "accountId" = ${accountId} AND priority > 0`;
+  await tx.$executeRaw`UPDATE shield_rules AS r SET priority = v.n::int
+    FROM (SELECT id, row_number() OVER (ORDER BY priority DESC) AS n
+          FROM shield_rules WHERE "accountId" = ${accountId}) AS v
+    WHERE r.id = v.id`;
+}
+
+/**
+ * For operations elsewhere that delete rules indirectly (a domain's or address's rules go with it by
+ * cascade): closes the gaps they leave. Safe to call at any time.
+ */
+export async function compactShieldRulePriorities(ctx: Pick<OpsContext, "prisma">, accountId: string): Promise<void> {
+  await ctx.prisma.$transaction(async (tx) => {
+    await lockAccount(tx, accountId);
+    await compactPriorities(tx, accountId);
+  }, TX);
+}
+
+export const reorderSchema = z.object(
   {
     ids: z.array(z.string({ error: "must be an array of shield rule ids" }), {
       error: (iss) => (iss.input === undefined ? "is required" : "must be an array of shield rule ids"),
