@@ -8,6 +8,7 @@ import { createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import type { Express } from "express";
 import { createApp } from "../services/api/src/app.ts";
+import { outboundEnqueuer } from "../services/api/src/lib/outbound-queue.ts";
 import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
 import type { RateLimitConfig } from "../services/api/src/lib/rate-limit.ts";
 import type { DnsResolve } from "../services/rule-engine/src/verdicts.ts";
@@ -26,6 +27,8 @@ export type Stack = {
   smtpPort: number;
   inboundQueue: Queue;
   deliveryQueue: Queue;
+  /** Queue `outbound`: the API enqueues sends here; a test starts the outbound sender on it. */
+  outboundQueue: Queue;
   /** Admin CLI commands, run in-process against this stack's database. */
   admin(...argv: string[]): Promise<Record<string, unknown>>;
   /** A new account with a key; returns the key and a fetch helper bound to it. */
@@ -70,6 +73,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const worker = createRedis(env.redisUrl, "worker");
   const inboundQueue = createQueue("inbound", { connection: producer, prefix: env.redisPrefix });
   const deliveryQueue = createQueue("delivery", { connection: producer, prefix: env.redisPrefix });
+  const outboundQueue = createQueue("outbound", { connection: producer, prefix: env.redisPrefix });
   const allowPrivate = opts.allowPrivateDestinations ?? true;
   const publicApiUrl = "http://127.0.0.1:0";
 
@@ -81,6 +85,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     rateLimit: { limit: 100_000, windowSeconds: 60, algorithm: "fixed", prefix: env.redisPrefix, ...opts.rateLimit },
     cursors: createCursorCodec("test-cursor-secret"),
     checkDestination: createDestinationCheck({ allowPrivate }),
+    enqueueOutbound: outboundEnqueuer(outboundQueue),
     ...(opts.domainDns ? { domainDns: opts.domainDns } : {}),
     config: {
       mxHost: "mx.mailroom.test",
@@ -173,6 +178,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     smtpPort,
     inboundQueue,
     deliveryQueue,
+    outboundQueue,
     admin,
     async account({ plan = "free", scope = "full" } = {}) {
       const acc = await admin("accounts", "create", "--name", "test", "--plan", plan);
@@ -208,6 +214,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       });
       await inboundQueue.close();
       await deliveryQueue.close();
+      await outboundQueue.close();
       producer.disconnect();
       worker.disconnect();
       await prisma.$disconnect();

@@ -6,9 +6,14 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const SERVICES = ["api", "smtp-ingest", "rule-engine", "webhook-dispatcher", "domain-verifier"].filter((s) =>
-  existsSync(`${root}/services/${s}/src/main.ts`),
-);
+const SERVICES = [
+  "api",
+  "smtp-ingest",
+  "rule-engine",
+  "webhook-dispatcher",
+  "domain-verifier",
+  "outbound-sender",
+].filter((s) => existsSync(`${root}/services/${s}/src/main.ts`));
 
 const children = new Map<string, ChildProcess>();
 let stopping = false;

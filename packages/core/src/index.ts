@@ -7,3 +7,5 @@ export * from "./plans.ts";
 export * from "./ssrf.ts";
 export * from "./chat.ts";
 export * from "./domains.ts";
+export * from "./dkim.ts";
+export * from "./outbound.ts";

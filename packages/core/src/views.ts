@@ -17,7 +17,22 @@ export type DomainRow = {
   lastCheckedAt: Date | null;
   warning: string | null;
   createdAt: Date;
+  /** Outbound DKIM (selector and public key); absent on rows selected without them. */
+  dkimSelector?: string | null;
+  dkimPublicKey?: string | null;
 };
+
+/**
+ * The TXT record the operator publishes for outbound DKIM: at the target of the domain's CNAME for
+ * the selector (`<selector>.dkim.<DKIM_DOMAIN>`), so the account never touches the key.
+ */
+function dkimRecord(d: DomainRow): DnsRecord | null {
+  if (!d.dkimSelector || !d.dkimPublicKey) return null;
+  const cname = (d.dnsRecords as DnsRecord[]).find(
+    (r) => r.type === "CNAME" && r.name === `${d.dkimSelector}._domainkey.${d.domain}`,
+  );
+  return cname ? { type: "TXT", name: cname.value, value: `v=DKIM1; k=rsa; p=${d.dkimPublicKey}` } : null;
+}
 
 export function domainView(d: DomainRow) {
   return {
@@ -31,6 +46,9 @@ export function domainView(d: DomainRow) {
     lastCheckedAt: d.lastCheckedAt?.toISOString() ?? null,
     warning: d.warning,
     createdAt: d.createdAt.toISOString(),
+    dkimSelector: d.dkimSelector ?? null,
+    dkimPublicKey: d.dkimPublicKey ?? null,
+    dkimRecord: dkimRecord(d),
   };
 }
 
@@ -105,7 +123,23 @@ export type EmailRow = {
   dkimVerdict: string;
   dmarcVerdict: string;
   receivedAt: Date;
+  /** Outbound only: relay hand-off state (absent or null on inbound mail). */
+  sendStatus?: string | null;
+  sendAttempts?: number;
+  sendLastReply?: string | null;
+  sentAt?: Date | null;
 };
+
+/** `null` for inbound mail; for outbound, where the relay hand-off stands. */
+function sendView(e: EmailRow) {
+  if (e.direction !== "outbound" || !e.sendStatus) return null;
+  return {
+    status: e.sendStatus,
+    attempts: e.sendAttempts ?? 0,
+    lastReply: e.sendLastReply ?? null,
+    sentAt: e.sentAt?.toISOString() ?? null,
+  };
+}
 
 /**
  * The full Email object. `apiBaseUrl` turns each stored attachment into a download link (the
@@ -138,6 +172,7 @@ export function emailView(e: EmailRow, attachments: readonly AttachmentRow[], ap
     dkimVerdict: e.dkimVerdict,
     dmarcVerdict: e.dmarcVerdict,
     receivedAt: e.receivedAt.toISOString(),
+    send: sendView(e),
   };
 }
 

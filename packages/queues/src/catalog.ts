@@ -38,6 +38,18 @@ export const catalog = {
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   },
+  /** One job per relay hand-off attempt of an outbound email. jobId = `<emailId>.<attemptNumber>`. */
+  outbound: {
+    name: "outbound",
+    schema: z.object({ emailId: z.string().startsWith("em_") }).strict(),
+    defaultJobOptions: {
+      // As for deliveries: relay failures are scheduled by the sender on the Email row.
+      attempts: 8,
+      backoff: { type: "exponential", delay: 2_000 },
+      removeOnComplete: true,
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
 } as const satisfies QueueCatalog;
 
 export type Catalog = typeof catalog;

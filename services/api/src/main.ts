@@ -1,11 +1,12 @@
 import { createCursorCodec, createPrisma } from "@mailroom/db";
 import { createDomainDns } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
-import { createRedis } from "@mailroom/queues";
+import { createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { createApp } from "./app.ts";
 import { loadApiEnv } from "./env.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
+import { outboundEnqueuer } from "./lib/outbound-queue.ts";
 
 const bootLogger = createLogger("api");
 try {
@@ -14,6 +15,7 @@ try {
   const prisma = createPrisma(env.DATABASE_URL);
   const redis = createRedis(env.REDIS_URL, "producer");
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+  const outboundQueue = createQueue("outbound", { connection: redis, prefix: env.REDIS_PREFIX });
   const app = createApp({
     prisma,
     redis,
@@ -27,6 +29,7 @@ try {
     },
     cursors: createCursorCodec(env.CURSOR_SECRET),
     checkDestination: createDestinationCheck({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS }),
+    enqueueOutbound: outboundEnqueuer(outboundQueue),
     domainDns: createDomainDns({ servers: env.DNS_SERVERS }),
     config: {
       mxHost: env.MX_HOST,
@@ -43,6 +46,7 @@ try {
     logger,
     [
       { name: "http", close: () => new Promise<void>((resolve) => server.close(() => resolve())) },
+      { name: "queue", close: () => outboundQueue.close() },
       { name: "redis", close: () => redis.quit() },
       { name: "prisma", close: () => prisma.$disconnect() },
     ],

@@ -15,6 +15,8 @@ export type OpsContext = {
   };
   /** SSRF check for endpoint URLs; resolves the host and refuses non-public addresses. */
   checkDestination: (url: string) => Promise<{ ok: true } | { ok: false; error: string }>;
+  /** Queues an outbound email for the sender (queue `outbound`); absent: the sender's sweeper finds it. */
+  enqueueOutbound?: (emailId: string) => Promise<void>;
   /** DNS for `POST /domains/{id}/verify` (DNS_SERVERS); default: the system's resolvers. */
   domainDns?: DomainDns;
 };

@@ -7,6 +7,7 @@ import { domainVerifyRouter } from "./domain-verify.ts";
 import { domainsRouter } from "./domains.ts";
 import { emailsRouter } from "./emails.ts";
 import { endpointsRouter } from "./endpoints.ts";
+import { outboundRouter } from "./outbound.ts";
 import { shieldRulesRouter } from "./shield-rules.ts";
 import { threadsRouter } from "./threads.ts";
 
@@ -18,6 +19,7 @@ export function v1Router(ctx: OpsContext): Router {
   r.use(addressesRouter(ctx));
   r.use(endpointsRouter(ctx));
   r.use(emailsRouter(ctx));
+  r.use(outboundRouter(ctx));
   r.use(shieldRulesRouter(ctx));
   r.use(blocksRouter(ctx));
   r.use(threadsRouter(ctx));

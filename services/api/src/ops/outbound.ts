@@ -1,0 +1,276 @@
+import { createHash } from "node:crypto";
+import {
+  AppError,
+  createDkimKey,
+  dkimSelectorFor,
+  emailView,
+  invalid,
+  newMessageId,
+  replyRecipients,
+  replyReferences,
+  replySubject,
+} from "@mailroom/core";
+import { newId, type Prisma } from "@mailroom/db";
+import { z } from "zod";
+import { parse } from "../lib/http.ts";
+import { type Outcome, requestFingerprint, runIdempotent } from "../lib/idempotency.ts";
+import type { OpsContext } from "./context.ts";
+
+/** Decoded bytes of all attachments of one message (Postmark's and SES's limit). */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+export const MAX_ATTACHMENTS = 20;
+export const MAX_RECIPIENTS = 50;
+/** JSON body limit for the send routes: base64 attachments plus text and HTML bodies. */
+export const OUTBOUND_BODY_LIMIT = "16mb";
+const MAX_BODY_CHARS = 1_000_000;
+
+const EMAIL = /^[^\s@<>(),;:"[\]\\]+@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/;
+// A flat character class: a nested-group pattern overflows the regex stack on a 13 MB string.
+const BASE64_CHARS = /^[A-Za-z0-9+/]*={0,2}$/;
+const isBase64 = (s: string) => s.length % 4 === 0 && BASE64_CHARS.test(s);
+const ONE_LINE = /^[^\r\n]*$/;
+
+const address = z
+  .string({ error: "must be an email address" })
+  .trim()
+  .toLowerCase()
+  .max(254, "must be at most 254 characters")
+  .regex(EMAIL, "must be an email address");
+const recipients = z.array(address, { error: "must be an array of email addresses" }).max(MAX_RECIPIENTS, {
+  message: `must have at most ${MAX_RECIPIENTS} addresses`,
+});
+const attachment = z
+  .object({
+    filename: z
+      .string({ error: "is required" })
+      .min(1, "must not be empty")
+      .max(255, "must be at most 255 characters")
+      .regex(ONE_LINE, "must be one line"),
+    contentType: z
+      .string({ error: "must be a MIME type" })
+      .regex(/^[\w.+-]+\/[\w.+-]+$/, "must be a MIME type such as text/csv")
+      .optional(),
+    content: z.string({ error: "is required (base64)" }).refine(isBase64, "must be base64"),
+  })
+  .strict();
+const bodyFields = {
+  text: z.string({ error: "must be a string" }).max(MAX_BODY_CHARS, "is too long").optional(),
+  html: z.string({ error: "must be a string" }).max(MAX_BODY_CHARS, "is too long").optional(),
+  cc: recipients.optional(),
+  fromName: z.string().max(200, "must be at most 200 characters").regex(ONE_LINE, "must be one line").optional(),
+  attachments: z
+    .array(attachment, { error: "must be an array" })
+    .max(MAX_ATTACHMENTS, `must have at most ${MAX_ATTACHMENTS} items`)
+    .optional(),
+};
+const needsBody = (b: { text?: string; html?: string }) => Boolean(b.text || b.html);
+const bodyRequired = { message: "text or html is required", path: ["text"] };
+
+export const replySchema = z
+  .object({ ...bodyFields, replyAll: z.boolean({ error: "must be true or false" }).optional() })
+  .strict()
+  .refine(needsBody, bodyRequired);
+
+export const sendSchema = z
+  .object({
+    ...bodyFields,
+    from: address,
+    to: z.union([address, recipients.min(1, "must have at least one address")], {
+      error: "must be an email address or an array of them",
+    }),
+    subject: z
+      .string({ error: "is required" })
+      .min(1, "must not be empty")
+      .max(998, "must be at most 998 characters")
+      .regex(ONE_LINE, "must be one line"),
+  })
+  .strict()
+  .refine(needsBody, bodyRequired);
+
+type Draft = {
+  accountId: string;
+  domain: { id: string; domain: string };
+  addressId: string | null;
+  threadId: string | null;
+  from: string;
+  fromName: string | null;
+  to: string[];
+  cc: string[];
+  subject: string;
+  text: string;
+  html: string;
+  inReplyTo: string | null;
+  references: string[];
+  attachments: { filename: string; contentType: string; content: Buffer }[];
+};
+
+function decodeAttachments(list: z.infer<typeof attachment>[] = []) {
+  const out = list.map((a) => ({
+    filename: a.filename,
+    contentType: a.contentType?.toLowerCase() ?? "application/octet-stream",
+    content: Buffer.from(a.content, "base64"),
+  }));
+  const total = out.reduce((n, a) => n + a.content.length, 0);
+  if (total > MAX_ATTACHMENT_BYTES) {
+    throw new AppError(
+      "payload_too_large",
+      `attachments: ${total} bytes in total, more than the ${MAX_ATTACHMENT_BYTES}-byte limit`,
+    );
+  }
+  return out;
+}
+
+/** Mail leaves only from verified domains: their DKIM CNAME is live, so the signature can verify. */
+async function sendingDomain(ctx: OpsContext, accountId: string, domainId: string | null, field: string) {
+  const d = domainId ? await ctx.prisma.domain.findFirst({ where: { id: domainId, accountId } }) : null;
+  if (!d) throw invalid(`${field}: the domain is not one of your domains`);
+  if (d.status !== "verified") throw new AppError("conflict", `${field}: ${d.domain} is not verified yet`);
+  if (!d.dkimPrivateKey) {
+    // Domains registered before outbound mail existed get their key on first use.
+    const key = await createDkimKey(dkimSelectorFor(d.dkimTokens) as string);
+    await ctx.prisma.domain.updateMany({
+      where: { id: d.id, dkimPrivateKey: null },
+      data: { dkimSelector: key.selector, dkimPrivateKey: key.privateKey, dkimPublicKey: key.publicKey },
+    });
+  }
+  return d;
+}
+
+async function store(tx: Prisma.TransactionClient, draft: Draft, fingerprint: string, publicApiUrl: string) {
+  const now = new Date();
+  let threadId = draft.threadId;
+  if (threadId) await tx.thread.update({ where: { id: threadId }, data: { lastMessageAt: now } });
+  else {
+    threadId = newId("thread");
+    await tx.thread.create({
+      data: { id: threadId, accountId: draft.accountId, subject: draft.subject, lastMessageAt: now, createdAt: now },
+    });
+  }
+  const row = await tx.email.create({
+    data: {
+      id: newId("email"),
+      accountId: draft.accountId,
+      domainId: draft.domain.id,
+      addressId: draft.addressId,
+      threadId,
+      direction: "outbound",
+      messageId: newMessageId(draft.domain.domain),
+      inReplyTo: draft.inReplyTo,
+      references: draft.references,
+      fromAddress: draft.from,
+      fromName: draft.fromName,
+      toAddresses: draft.to,
+      ccAddresses: draft.cc,
+      replyTo: [],
+      subject: draft.subject,
+      textBody: draft.text,
+      htmlBody: draft.html,
+      // Outbound mail is not scanned or authenticated by us: see docs/decisions.md (issue 9).
+      spamVerdict: null,
+      spfVerdict: "DISABLED",
+      dkimVerdict: "DISABLED",
+      dmarcVerdict: "DISABLED",
+      contentHash: fingerprint,
+      receivedAt: now,
+      sendStatus: "queued",
+      sendNextAttemptAt: now,
+    },
+  });
+  const attachments = draft.attachments.map((a, index) => ({
+    id: newId("attachment"),
+    emailId: row.id,
+    index,
+    filename: a.filename,
+    contentType: a.contentType,
+    size: a.content.length,
+    disposition: "attachment",
+    checksum: createHash("md5").update(a.content).digest("hex"),
+    content: new Uint8Array(a.content),
+    stored: true,
+  }));
+  if (attachments.length) await tx.attachment.createMany({ data: attachments });
+  return { status: 201, body: emailView(row, attachments, publicApiUrl) };
+}
+
+async function submit(ctx: OpsContext, draft: Draft, key: string | null, fingerprint: string): Promise<Outcome> {
+  const out = await runIdempotent(ctx.prisma, draft.accountId, key, fingerprint, (tx) =>
+    store(tx, draft, fingerprint, ctx.config.publicApiUrl),
+  );
+  const emailId = (out.body as { id?: string }).id;
+  if (!out.replayed && emailId && ctx.enqueueOutbound) {
+    // Stored as `queued`: if Redis is down now, the sender's sweeper queues it later.
+    await ctx.enqueueOutbound(emailId).catch((err: Error) => {
+      ctx.logger.warn({ emailId, err: err.message }, "outbound enqueue failed; the sweeper will retry");
+    });
+  }
+  return out;
+}
+
+/** POST /emails/{id}/reply: answers from the address that received the message, in its thread. */
+export async function replyToEmail(
+  ctx: OpsContext,
+  accountId: string,
+  id: string,
+  body: unknown,
+  key: string | null,
+): Promise<Outcome> {
+  const input = parse(replySchema, body);
+  const parent = await ctx.prisma.email.findFirst({ where: { id, accountId } });
+  if (!parent) throw new AppError("not_found", "Email not found");
+  const self = parent.direction === "outbound" ? parent.fromAddress : (parent.recipient ?? parent.toAddresses[0]);
+  if (!self) throw invalid("id: this email has no receiving address to reply from");
+  const domain = await sendingDomain(ctx, accountId, parent.domainId, "id");
+  const { to, cc } = replyRecipients(parent, self, { replyAll: input.replyAll ?? false, cc: input.cc ?? [] });
+  if (to.length === 0) throw invalid("id: the original message has no address to reply to");
+  const draft: Draft = {
+    accountId,
+    domain,
+    addressId: parent.addressId,
+    threadId: parent.threadId,
+    from: self,
+    fromName: input.fromName ?? (parent.direction === "outbound" ? parent.fromName : null),
+    to,
+    cc,
+    subject: replySubject(parent.subject),
+    text: input.text ?? "",
+    html: input.html ?? "",
+    inReplyTo: parent.messageId,
+    references: replyReferences(parent),
+    attachments: decodeAttachments(input.attachments),
+  };
+  return submit(ctx, draft, key, requestFingerprint("POST", `/emails/${id}/reply`, body));
+}
+
+/** POST /emails: a new message from one of the account's addresses on a verified domain; starts a thread. */
+export async function sendEmail(ctx: OpsContext, accountId: string, body: unknown, key: string | null) {
+  const input = parse(sendSchema, body);
+  const at = input.from.lastIndexOf("@");
+  const localPart = input.from.slice(0, at);
+  const d = await ctx.prisma.domain.findFirst({ where: { accountId, domain: input.from.slice(at + 1) } });
+  const domain = await sendingDomain(ctx, accountId, d?.id ?? null, "from");
+  const addr = await ctx.prisma.address.findUnique({
+    where: { domainId_localPart: { domainId: domain.id, localPart } },
+  });
+  // An explicit active address, or any local part the domain's catch-all receives (replies come back).
+  if (!(addr?.active || (!addr && domain.catchAllEnabled))) {
+    throw invalid(`from: ${input.from} is not an active address of yours`);
+  }
+  const to = typeof input.to === "string" ? [input.to] : [...new Set(input.to)];
+  const draft: Draft = {
+    accountId,
+    domain,
+    addressId: addr?.id ?? null,
+    threadId: null,
+    from: input.from,
+    fromName: input.fromName ?? null,
+    to,
+    cc: [...new Set(input.cc ?? [])].filter((a) => !to.includes(a)),
+    subject: input.subject,
+    text: input.text ?? "",
+    html: input.html ?? "",
+    inReplyTo: null,
+    references: [],
+    attachments: decodeAttachments(input.attachments),
+  };
+  return submit(ctx, draft, key, requestFingerprint("POST", "/emails", body));
+}

@@ -1,0 +1,7 @@
+export * from "./backoff.ts";
+export * from "./env.ts";
+export * from "./message.ts";
+export * from "./relay.ts";
+export * from "./send.ts";
+export * from "./sweeper.ts";
+export * from "./worker.ts";

@@ -1,0 +1,46 @@
+import { createPrisma } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
+import { loadSenderEnv } from "./env.ts";
+import { createRelay } from "./relay.ts";
+import { startOutboundSender } from "./worker.ts";
+
+const bootLogger = createLogger("outbound-sender");
+try {
+  const env = loadSenderEnv();
+  const logger = createLogger("outbound-sender", env.LOG_LEVEL);
+  const prisma = createPrisma(env.DATABASE_URL);
+  const workerRedis = createRedis(env.REDIS_URL, "worker");
+  const producerRedis = createRedis(env.REDIS_URL, "worker");
+  checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
+  const queue = createQueue("outbound", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });
+  const sender = startOutboundSender({
+    prisma,
+    queue,
+    logger,
+    relay,
+    backoffUnitMs: env.BACKOFF_UNIT_MS,
+    maxAttempts: env.OUTBOUND_MAX_ATTEMPTS,
+    connection: workerRedis,
+    prefix: env.REDIS_PREFIX,
+    concurrency: env.OUTBOUND_CONCURRENCY,
+    sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+  });
+  const relayHost = new URL(env.SMTP_RELAY_URL).host;
+  logger.info({ relay: relayHost, concurrency: env.OUTBOUND_CONCURRENCY }, "outbound-sender consuming queue outbound");
+  installShutdown(
+    logger,
+    [
+      { name: "worker", close: () => sender.close() },
+      { name: "relay", close: () => relay.close() },
+      { name: "queue", close: () => queue.close() },
+      { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
+      { name: "prisma", close: () => prisma.$disconnect() },
+    ],
+    env.SHUTDOWN_TIMEOUT_MS,
+  );
+} catch (err) {
+  fatal(bootLogger, err);
+}

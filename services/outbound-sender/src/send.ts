@@ -1,0 +1,93 @@
+import type { PrismaClient } from "@mailroom/db";
+import type { Logger } from "@mailroom/log";
+import { enqueue, type Queue } from "@mailroom/queues";
+import { retryDelayMs } from "./backoff.ts";
+import { buildMail } from "./message.ts";
+import type { Relay } from "./relay.ts";
+
+export type SenderDeps = {
+  prisma: PrismaClient;
+  /** The `outbound` queue, for scheduling retries. */
+  queue: Queue;
+  logger: Logger;
+  relay: Relay;
+  backoffUnitMs: number;
+  maxAttempts: number;
+  /** An attempt still `sending` after this long is taken to have died with its worker. */
+  leaseMs?: number;
+  now?: () => Date;
+};
+
+export type SendOutcome =
+  | { outcome: "sent"; attempt: number }
+  | { outcome: "retrying"; attempt: number; nextAttemptAt: Date }
+  | { outcome: "failed"; attempt: number }
+  | { outcome: "skipped"; reason: string };
+
+const DEFAULT_LEASE_MS = 10 * 60_000;
+
+/**
+ * One relay hand-off attempt of an outbound email. The Email row is the source of truth: the attempt
+ * is claimed (`sending`, attempts + 1) before the relay is contacted, so two workers never send the
+ * same attempt, and the result is recorded only by the claim's owner.
+ */
+export async function attemptSend(deps: SenderDeps, emailId: string): Promise<SendOutcome> {
+  const { prisma } = deps;
+  const now = deps.now ?? (() => new Date());
+  const email = await prisma.email.findUnique({
+    where: { id: emailId },
+    include: {
+      attachments: { select: { index: true, filename: true, contentType: true, content: true } },
+      domain: { select: { domain: true, dkimSelector: true, dkimPrivateKey: true } },
+    },
+  });
+  if (email?.direction !== "outbound") return { outcome: "skipped", reason: "not an outbound email" };
+  if (email.sendStatus !== "queued" && email.sendStatus !== "retrying") {
+    return { outcome: "skipped", reason: `already ${email.sendStatus}` };
+  }
+  const attempt = email.sendAttempts + 1;
+  const claimed = await prisma.email.updateMany({
+    where: { id: email.id, sendAttempts: email.sendAttempts, sendStatus: email.sendStatus },
+    data: {
+      sendStatus: "sending",
+      sendAttempts: attempt,
+      sendNextAttemptAt: new Date(now().getTime() + (deps.leaseMs ?? DEFAULT_LEASE_MS)),
+    },
+  });
+  if (claimed.count === 0) return { outcome: "skipped", reason: "attempt claimed by another worker" };
+
+  const d = email.domain;
+  const result =
+    d?.dkimSelector && d.dkimPrivateKey
+      ? await deps.relay.send(
+          buildMail(email, { domain: d.domain, dkimSelector: d.dkimSelector, dkimPrivateKey: d.dkimPrivateKey }),
+        )
+      : { ok: false as const, reply: "the sending domain was deleted", permanent: true };
+
+  const finishedAt = now();
+  const final = result.ok || result.permanent || attempt >= deps.maxAttempts;
+  const status = result.ok ? "sent" : final ? "failed" : "retrying";
+  const nextAttemptAt = final ? null : new Date(finishedAt.getTime() + retryDelayMs(attempt, deps.backoffUnitMs));
+  const recorded = await prisma.email.updateMany({
+    where: { id: email.id, sendAttempts: attempt, sendStatus: "sending" },
+    data: {
+      sendStatus: status,
+      sendNextAttemptAt: nextAttemptAt,
+      sendLastReply: result.reply,
+      sentAt: result.ok ? finishedAt : null,
+    },
+  });
+  if (recorded.count === 0) return { outcome: "skipped", reason: "attempt outlived its lease" };
+  deps.logger.info({ emailId, attempt, status, reply: result.reply }, "outbound attempt");
+
+  if (nextAttemptAt) {
+    await enqueue(
+      deps.queue,
+      "outbound",
+      { emailId },
+      { jobId: `${emailId}.${attempt + 1}`, delay: Math.max(0, nextAttemptAt.getTime() - Date.now()) },
+    );
+    return { outcome: "retrying", attempt, nextAttemptAt };
+  }
+  return result.ok ? { outcome: "sent", attempt } : { outcome: "failed", attempt };
+}
