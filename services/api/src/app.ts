@@ -84,7 +84,14 @@ export function createApp(deps: AppDeps): Express {
     express.json({ limit: deps.bodyLimit, type: () => true }),
     v1Router(deps),
   );
-  app.use("/mcp", mcpRouter(deps, { bodyLimit: deps.bodyLimit }));
+  // MCP for agents: same keys, same per-key rate limit; scopes are checked per tool (spec §5.6).
+  app.use(
+    "/mcp",
+    mcpRouter(deps, {
+      bodyLimit: deps.bodyLimit,
+      rateLimit: rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
+    }),
+  );
 
   app.use(notFoundOrMethodNotAllowed(allRoutes));
   app.use(errorHandler(deps.logger));
