@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { AppError } from "@mailroom/core";
 import express, { type Express, type RequestHandler } from "express";
 import type { Redis } from "ioredis";
+import { z } from "zod";
 import { authMiddleware } from "./lib/auth.ts";
 import { errorHandler } from "./lib/http.ts";
 import { buildOpenApi } from "./lib/openapi.ts";
@@ -65,7 +66,16 @@ export function createApp(deps: AppDeps): Express {
         tag: "Meta",
         summary: "This OpenAPI 3.1 document",
         public: true,
-        responses: { 200: { description: "OpenAPI 3.1 document" } },
+        responses: {
+          200: {
+            description: "OpenAPI 3.1 document",
+            schema: z.looseObject({
+              openapi: z.literal("3.1.0"),
+              info: z.looseObject({ title: z.string(), version: z.string() }),
+              paths: z.record(z.string(), z.unknown()),
+            }),
+          },
+        },
       },
       (_req, res) => {
         openapi ??= buildOpenApi(allRoutes(), { version: API_VERSION });

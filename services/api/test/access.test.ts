@@ -3,65 +3,10 @@ import { newId } from "@mailroom/db";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import { hashApiKey } from "../src/lib/auth.ts";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/routes-walk.ts";
-import { http, seedEmail, seedRoutes } from "./helpers.ts";
+import { concrete, type Fixture, http, seedAccount, targetOf } from "./helpers.ts";
 
 const V = "/api/v1";
 const READ_ONLY = "This API key is read-only; a full-access key is needed for this operation";
-
-type Fixture = Record<string, string>;
-
-/** Everything an account can own, so every `:id` route has a real target. */
-async function seedAccount(stack: Stack, acct: TestAccount, domain: string): Promise<Fixture> {
-  const r = await seedRoutes(acct, domain);
-  const em = await seedEmail(stack.prisma, acct.accountId, {
-    domainId: r.domainId,
-    addressId: r.addressId,
-    raw: Buffer.from("Subject: hi\r\n\r\nhello\r\n"),
-    attachments: [{ filename: "a.txt", contentType: "text/plain", content: Buffer.from("abc") }],
-  });
-  const ruleId = newId("shieldRule");
-  await stack.prisma.shieldRule.create({
-    data: {
-      id: ruleId,
-      accountId: acct.accountId,
-      name: "r",
-      action: "block",
-      priority: 1,
-      conditions: [],
-      endpointIds: [],
-    },
-  });
-  const deliveryId = newId("delivery");
-  await stack.prisma.delivery.create({
-    data: {
-      id: deliveryId,
-      accountId: acct.accountId,
-      emailId: em.id,
-      endpointId: r.endpointId,
-      maxAttempts: 5,
-      status: "dead",
-    },
-  });
-  return { ...r, emailId: em.id, threadId: em.threadId, ruleId, deliveryId };
-}
-
-/** The id a route's `:id` refers to, by its resource segment. */
-function targetOf(path: string, f: Fixture): string | undefined {
-  const seg = path.replace(`${V}/`, "").split("/")[0];
-  return (
-    {
-      domains: f.domainId,
-      addresses: f.addressId,
-      endpoints: f.endpointId,
-      emails: f.emailId,
-      threads: f.threadId,
-      "shield-rules": f.ruleId,
-      deliveries: f.deliveryId,
-    } as Record<string, string | undefined>
-  )[seg as string];
-}
-
-const concrete = (path: string, f: Fixture) => path.replace(":id", targetOf(path, f) ?? "x_unknown").replace(":n", "0");
 
 /** Every row the account owns, for "nothing was performed". */
 async function snapshot(stack: Stack, accountId: string) {

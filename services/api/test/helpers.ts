@@ -112,3 +112,59 @@ export async function seedRoutes(acct: TestAccount, domain: string) {
   }
   return { domainId: dom.body.id as string, endpointId: ep.body.id as string, addressId: addr.body.id as string };
 }
+
+export type Fixture = Record<string, string>;
+
+/** Everything an account can own, so every `:id` route has a real target. */
+export async function seedAccount(stack: Stack, acct: TestAccount, domain: string): Promise<Fixture> {
+  const r = await seedRoutes(acct, domain);
+  const em = await seedEmail(stack.prisma, acct.accountId, {
+    domainId: r.domainId,
+    addressId: r.addressId,
+    raw: Buffer.from("Subject: hi\r\n\r\nhello\r\n"),
+    attachments: [{ filename: "a.txt", contentType: "text/plain", content: Buffer.from("abc") }],
+  });
+  const ruleId = newId("shieldRule");
+  await stack.prisma.shieldRule.create({
+    data: {
+      id: ruleId,
+      accountId: acct.accountId,
+      name: "r",
+      action: "block",
+      priority: 1,
+      conditions: [],
+      endpointIds: [],
+    },
+  });
+  const deliveryId = newId("delivery");
+  await stack.prisma.delivery.create({
+    data: {
+      id: deliveryId,
+      accountId: acct.accountId,
+      emailId: em.id,
+      endpointId: r.endpointId,
+      maxAttempts: 5,
+      status: "dead",
+    },
+  });
+  return { ...r, emailId: em.id, threadId: em.threadId, ruleId, deliveryId };
+}
+
+/** The id a route's `:id` refers to, by its resource segment (`/api/v1/<segment>/:id…`). */
+export function targetOf(path: string, f: Fixture): string | undefined {
+  const seg = path.replace("/api/v1/", "").split("/")[0];
+  return (
+    {
+      domains: f.domainId,
+      addresses: f.addressId,
+      endpoints: f.endpointId,
+      emails: f.emailId,
+      threads: f.threadId,
+      "shield-rules": f.ruleId,
+      deliveries: f.deliveryId,
+    } as Record<string, string | undefined>
+  )[seg as string];
+}
+
+export const concrete = (path: string, f: Fixture) =>
+  path.replace(":id", targetOf(path, f) ?? "x_unknown").replace(":n", "0");

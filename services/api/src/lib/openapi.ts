@@ -25,13 +25,31 @@ export const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, "
  * 2020-12, which OpenAPI 3.1 uses as is). Schemas are inlined; only the error body is a component.
  */
 export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version: string; serverUrl?: string }) {
+  const components: Record<string, JsonSchema> = {};
+  // Schemas with `.meta({ id })` come out as `$defs` + `#/$defs/<id>` refs; in an OpenAPI document
+  // `#` is the document itself, so they move to components.schemas and the refs follow.
+  const relocate = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(relocate);
+    if (!node || typeof node !== "object") return node;
+    const out: JsonSchema = {};
+    for (const [k, v] of Object.entries(node)) {
+      out[k] = k === "$ref" && typeof v === "string" ? v.replace(/^#\/\$defs\//, "#/components/schemas/") : relocate(v);
+    }
+    return out;
+  };
   const convert = (schema: z.ZodType, io: "input" | "output"): JsonSchema => {
-    const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
-      io,
-      unrepresentable: "any",
-      target: "draft-2020-12",
-    }) as JsonSchema;
-    return rest;
+    const {
+      $schema: _drop,
+      $defs,
+      ...rest
+    } = z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as JsonSchema & {
+      $defs?: Record<string, JsonSchema>;
+    };
+    for (const [id, def] of Object.entries($defs ?? {})) {
+      const { id: _id, ...body } = def;
+      components[id] ??= relocate(body) as JsonSchema;
+    }
+    return relocate(rest) as JsonSchema;
   };
 
   const paths: Record<string, Record<string, unknown>> = {};
@@ -106,7 +124,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version
       ...(doc.public ? { security: [] } : {}),
     };
   }
-  const components = { Error: convert(errorSchema, "output") };
+  components.Error = convert(errorSchema, "output");
 
   return {
     openapi: "3.1.0",
