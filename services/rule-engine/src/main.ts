@@ -3,7 +3,9 @@ import { createLogger } from "@mailroom/log";
 import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadRuleEngineEnv } from "./env.ts";
+import { createParser } from "./parse.ts";
 import { createDnsResolve } from "./resolver.ts";
+import { createRspamdScanner } from "./spam.ts";
 import { startRuleEngine } from "./worker.ts";
 
 const bootLogger = createLogger("rule-engine");
@@ -16,6 +18,7 @@ try {
   checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
   const inboundQueue = createQueue("inbound", { connection: producerRedis, prefix: env.REDIS_PREFIX });
   const deliveryQueue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });
   const engine = startRuleEngine({
     prisma,
     logger,
@@ -25,6 +28,17 @@ try {
     prefix: env.REDIS_PREFIX,
     concurrency: env.RULE_ENGINE_CONCURRENCY,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    sweepAfterMs: env.SWEEP_AFTER_MS,
+    lockDurationMs: env.RULE_ENGINE_LOCK_MS,
+    parser,
+    ...(env.RSPAMD_URL
+      ? {
+          spam: createRspamdScanner({
+            url: env.RSPAMD_URL,
+            ...(env.RSPAMD_PASSWORD ? { password: env.RSPAMD_PASSWORD } : {}),
+          }),
+        }
+      : {}),
     resolver: createDnsResolve(
       env.DNS_SERVERS?.split(",")
         .map((s) => s.trim())
@@ -37,6 +51,7 @@ try {
     logger,
     [
       { name: "worker", close: () => engine.close() },
+      { name: "parser", close: () => parser.close() },
       { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close()]) },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
       { name: "prisma", close: () => prisma.$disconnect() },

@@ -1,5 +1,6 @@
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
+import { createParser } from "./parse.ts";
 import { type ProcessDeps, processRecipient } from "./process.ts";
 import { createShield } from "./shield.ts";
 import { sweepPendingRecipients } from "./sweeper.ts";
@@ -14,21 +15,31 @@ export function startRuleEngine(
     inboundQueue: Queue;
     concurrency: number;
     sweepIntervalMs: number;
+    /** A pending recipient older than this without a job is re-queued (default 2 min). */
+    sweepAfterMs?: number;
+    /** BullMQ job lock; a crashed worker's job is taken over once it lapses (default 30 s). */
+    lockDurationMs?: number;
   },
 ): RuleEngine {
-  const processDeps: ProcessDeps = { ...deps, shield: deps.shield ?? createShield(deps.prisma) };
+  const parser = deps.parser ?? createParser({ threads: deps.concurrency });
+  const processDeps: ProcessDeps = { ...deps, parser, shield: deps.shield ?? createShield(deps.prisma) };
   const worker = createWorker(
     "inbound",
     async ({ spoolRecipientId }) => {
       await processRecipient(processDeps, spoolRecipientId);
     },
-    { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency },
+    {
+      connection: deps.connection,
+      prefix: deps.prefix,
+      concurrency: deps.concurrency,
+      ...(deps.lockDurationMs ? { lockDuration: deps.lockDurationMs, stalledInterval: deps.lockDurationMs } : {}),
+    },
   );
   worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed"));
   const timer = setInterval(() => {
-    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger).catch((err) =>
-      deps.logger.warn({ err: (err as Error).message }, "sweep failed"),
-    );
+    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, {
+      ...(deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {}),
+    }).catch((err) => deps.logger.warn({ err: (err as Error).message }, "sweep failed"));
   }, deps.sweepIntervalMs);
   timer.unref();
   return {
@@ -36,6 +47,7 @@ export function startRuleEngine(
     async close() {
       clearInterval(timer);
       await worker.close();
+      if (!deps.parser) await parser.close();
     },
   };
 }

@@ -1,0 +1,80 @@
+import { createLogger } from "@mailroom/log";
+import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queues";
+import { waitFor } from "@mailroom/testing";
+import { type SendOutcome, sendOnce } from "../../smtp-ingest/test/clients.ts";
+import { type Ingest, type IngestEnv, ingestEnv } from "../../smtp-ingest/test/harness.ts";
+import type { ProcessDeps } from "../src/process.ts";
+import type { DnsResolve } from "../src/verdicts.ts";
+import { type RuleEngine, startRuleEngine } from "../src/worker.ts";
+
+export type Pipeline = IngestEnv & {
+  ingest: Ingest;
+  engine: RuleEngine | null;
+  deliveryQueue: Queue;
+  workerRedis: Redis;
+  /** Sends raw MIME over SMTP; resolves with the reply and the spool id. */
+  sendRaw(from: string, to: string[], raw: string | Buffer): Promise<SendOutcome & { spoolId: string | null }>;
+  /** The recipient rows of a spooled message once none of them is pending any more. */
+  processed(spoolId: string): Promise<{ id: string; status: string; recipient: string }[]>;
+  stop(): Promise<void>;
+};
+
+const noDns: DnsResolve = async () => {
+  throw Object.assign(new Error("no DNS in this test"), { code: "ENOTFOUND" });
+};
+
+/** SMTP ingest and the rule engine, wired as their main.ts files wire them, on a fresh database. */
+export async function startPipeline(
+  opts: { engine?: boolean; maxMessageBytes?: number } & Partial<
+    Pick<ProcessDeps, "resolver" | "spam" | "parser">
+  > = {},
+): Promise<Pipeline> {
+  const t = await ingestEnv();
+  const ingest = await t.start({ maxMessageBytes: opts.maxMessageBytes ?? 30_000_000, maxRecipients: 50 });
+  const workerRedis = createRedis(t.env.redisUrl, "worker");
+  const deliveryQueue = createQueue("delivery", { connection: t.redis, prefix: t.env.redisPrefix });
+  const engine =
+    opts.engine === false
+      ? null
+      : startRuleEngine({
+          prisma: t.prisma,
+          logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
+          deliveryQueue,
+          inboundQueue: t.queue,
+          connection: workerRedis,
+          prefix: t.env.redisPrefix,
+          concurrency: 2,
+          sweepIntervalMs: 3_600_000,
+          resolver: opts.resolver ?? noDns,
+          mtaHostname: "mx.mailroom.test",
+          ...(opts.spam ? { spam: opts.spam } : {}),
+          ...(opts.parser ? { parser: opts.parser } : {}),
+        });
+  return {
+    ...t,
+    ingest,
+    engine,
+    deliveryQueue,
+    workerRedis,
+    async sendRaw(from, to, raw) {
+      const r = await sendOnce({ port: ingest.port }, { from, to }, raw);
+      return { ...r, spoolId: /queued as (spl_\w+)/.exec(r.response)?.[1] ?? null };
+    },
+    processed: (spoolId) =>
+      waitFor(
+        async () => {
+          const rows = await t.prisma.spoolRecipient.findMany({ where: { spoolId } });
+          // A duplicate's spool is purged with its rows: processed too.
+          if (rows.length === 0) return (await t.prisma.spooledMessage.count({ where: { id: spoolId } })) ? null : rows;
+          return rows.every((r) => r.status !== "pending") ? rows : null;
+        },
+        { what: `spool ${spoolId} processed`, timeoutMs: 30_000 },
+      ),
+    async stop() {
+      await engine?.close();
+      await deliveryQueue.close();
+      workerRedis.disconnect();
+      await t.close();
+    },
+  };
+}
