@@ -7,7 +7,7 @@ import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { createRelay, type OutboundSender, type Relay, startOutboundSender } from "../src/index.ts";
+import { createRelay, type OutboundSender, type Relay, startOutboundSender, sweepOutbound } from "../src/index.ts";
 import { startRelay, type TestRelay } from "./relay-server.ts";
 
 /**
@@ -313,5 +313,37 @@ describe("outbound mail: replies, new messages, relay failures", () => {
     expect(permDone.send.attempts).toBe(1);
     expect(permDone.send.lastReply).toMatch(/550 .*No such user/);
     expect(relay.rcptSeen.filter((r) => r === "permfail@seventh.example")).toHaveLength(1);
+  });
+  it("the sweeper re-queues an attempt whose worker died mid-send (lease expired)", async () => {
+    const res = await acct.api("POST", "/api/v1/emails", {
+      from: "support@outbound-example.com",
+      to: "gina@eighth.example",
+      subject: "Crash",
+      text: "x",
+    });
+    await waitFor(
+      async () => (await stack.prisma.email.findUnique({ where: { id: res.body.id } }))?.sendStatus === "sent",
+      {
+        what: "first send",
+      },
+    );
+    // As a worker that claimed attempt 2 and died would leave it: `sending`, lease already over.
+    await stack.prisma.email.update({
+      where: { id: res.body.id },
+      data: { sendStatus: "sending", sendAttempts: 2, sendNextAttemptAt: new Date(Date.now() - 1_000) },
+    });
+    const logger = createLogger("test", "silent");
+    expect(await sweepOutbound(stack.prisma, stack.outboundQueue, logger, { graceMs: 0 })).toBe(1);
+    const done = await waitFor(
+      async () => {
+        const e = await stack.prisma.email.findUnique({ where: { id: res.body.id } });
+        return e?.sendStatus === "sent" && e.sendAttempts === 3 ? e : null;
+      },
+      { what: "the swept attempt to be sent" },
+    );
+    expect(done.sendLastReply).toMatch(/^250 /);
+    // At-least-once: the relay got the same message (same Message-ID) again.
+    expect(relayed(res.body.messageId)).toHaveLength(2);
+    expect(await sweepOutbound(stack.prisma, stack.outboundQueue, logger, { graceMs: 0 })).toBe(0);
   });
 });
