@@ -28,7 +28,7 @@ export function createRspamdScanner(opts: RspamdOptions): (raw: Uint8Array, inpu
       signal: AbortSignal.timeout(timeoutMs),
     });
     if (!res.ok) throw new Error(`rspamd answered ${res.status}`);
-    const body = (await res.json()) as { action?: string; score?: number; is_skipped?: boolean };
+    const body = (await res.json()) as { action?: string; score?: number };
     return {
       verdict: verdictFor(body.action, body.is_skipped),
       score: typeof body.score === "number" ? body.score : null,
@@ -36,8 +36,7 @@ export function createRspamdScanner(opts: RspamdOptions): (raw: Uint8Array, inpu
   };
 }
 
-export function verdictFor(action: string | undefined, skipped?: boolean): SpamVerdict["verdict"] {
-  if (skipped) return "GRAY";
+export function verdictFor(action: string | undefined): SpamVerdict["verdict"] {
   switch (action) {
     case "no action":
       return "PASS";

@@ -39,8 +39,14 @@ export async function authVerdicts(input: AuthInput, resolver: DnsResolve): Prom
       disableBimi: true,
     });
     const spf = r.spf && typeof r.spf === "object" ? mapResult(r.spf.status?.result) : "GRAY";
-    const dkimResults = (r.dkim?.results ?? []) as { status?: { result?: string } }[];
-    const dkimStatuses = dkimResults.map((d) => mapResult(d.status?.result));
+    const dkimResults = (r.dkim?.results ?? []) as { status?: { result?: string; comment?: string | false } }[];
+    // mailauth's lenient mode reports a body-hash mismatch as "neutral"; RFC 6376 §6.1.3 calls it a
+    // PERMFAIL and RFC 8601 reports it as "fail" — a signature that does not verify is a FAIL here.
+    const dkimStatuses = dkimResults.map((d) =>
+      d.status?.result === "neutral" && /body hash did not verify/.test(String(d.status.comment))
+        ? "FAIL"
+        : mapResult(d.status?.result),
+    );
     const dkim: Verdict = dkimStatuses.includes("PASS")
       ? "PASS"
       : dkimStatuses.includes("FAIL")
