@@ -30,7 +30,7 @@ export function createRspamdScanner(opts: RspamdOptions): (raw: Uint8Array, inpu
     if (!res.ok) throw new Error(`rspamd answered ${res.status}`);
     const body = (await res.json()) as { action?: string; score?: number };
     return {
-      verdict: verdictFor(body.action, body.is_skipped),
+      verdict: verdictFor(body.action),
       score: typeof body.score === "number" ? body.score : null,
     };
   };

@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { seedAddress, seedDomain } from "../../smtp-ingest/test/harness.ts";
 import { sparePort } from "../../smtp-ingest/test/throwaway.ts";
+import type { ProcessDeps } from "../src/process.ts";
 import { createRspamdScanner } from "../src/spam.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
@@ -19,7 +20,7 @@ const GTUBE = ["XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD", "-ANTI-UBE-TEST-EMA
 const message = (subject: string, body: string) =>
   `From: Colleague <colleague@partner.example>\r\nTo: in@spam.example\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, "")}@partner.example>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}\r\n`;
 
-async function setupPipeline(spam?: Parameters<typeof startPipeline>[0]["spam"]) {
+async function setupPipeline(spam?: ProcessDeps["spam"]) {
   const p = await startPipeline(spam ? { spam } : {});
   const d = await seedDomain(p.prisma, "spam.example");
   await seedAddress(p.prisma, d, "in");

@@ -41,7 +41,9 @@ describe("SPF / DKIM / DMARC verdicts", () => {
   const sign = async (raw: string, domain = "signed.example") => {
     const r = await dkimSign(raw, {
       canonicalization: "relaxed/relaxed",
-      signatureData: [{ signingDomain: domain, selector: "sel1", privateKey: pem, algorithm: "rsa-sha256" }],
+      signingDomain: domain,
+      selector: "sel1",
+      privateKey: pem,
     });
     expect(r.errors).toEqual([]);
     return r.signatures + raw;
@@ -73,9 +75,9 @@ describe("SPF / DKIM / DMARC verdicts", () => {
     });
     const raw = message("Alice <alice@signed.example>", "v2b");
     const forged = await dkimSign(raw, {
-      signatureData: [
-        { signingDomain: "signed.example", selector: "sel1", privateKey: other.toString(), algorithm: "rsa-sha256" },
-      ],
+      signingDomain: "signed.example",
+      selector: "sel1",
+      privateKey: other.toString(),
     });
     expect((await stored("bounce@signed.example", forged.signatures + raw)).dkimVerdict).toBe("FAIL");
     const signed = await sign(message("Alice <alice@signed.example>", "v2c"));
