@@ -297,6 +297,30 @@ describe("shield rules API", () => {
     });
   });
 
+  describe("deleting a domain or address", () => {
+    it("removes its scoped rules and leaves the evaluation order gap-free", async () => {
+      const acct = await stack.account({ plan: "scale" });
+      const a = await domainAndAddress(acct, "gap-a.com");
+      const b = await domainAndAddress(acct, "gap-b.com");
+      const r1 = await acct.api("POST", "/api/v1/shield-rules", rule());
+      const r2 = await acct.api("POST", "/api/v1/shield-rules", rule({ domainId: a.domainId }));
+      const r3 = await acct.api("POST", "/api/v1/shield-rules", rule({ addressId: b.addressId }));
+      const r4 = await acct.api("POST", "/api/v1/shield-rules", rule());
+      expect([r1, r2, r3, r4].map((r) => r.status)).toEqual([201, 201, 201, 201]);
+      expect((await acct.api("DELETE", `/api/v1/domains/${a.domainId}`)).status).toBe(204);
+      expect(await priorities(acct)).toEqual([
+        [r1.body.id, 1],
+        [r3.body.id, 2],
+        [r4.body.id, 3],
+      ]);
+      expect((await acct.api("DELETE", `/api/v1/addresses/${b.addressId}`)).status).toBe(204);
+      expect(await priorities(acct)).toEqual([
+        [r1.body.id, 1],
+        [r4.body.id, 2],
+      ]);
+    });
+  });
+
   describe("POST /shield-rules/reorder", () => {
     it("applies a full permutation and refuses anything else with 400", async () => {
       const acct = await stack.account({ plan: "scale" });

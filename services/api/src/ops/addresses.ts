@@ -6,6 +6,7 @@ import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 import { assertEndpointReference } from "./endpoints.ts";
+import { compactShieldRulePriorities } from "./shield-rules.ts";
 
 export const createAddressSchema = z
   .object({
@@ -104,4 +105,6 @@ export async function getAddress(ctx: OpsContext, accountId: string, id: string)
 export async function deleteAddress(ctx: OpsContext, accountId: string, id: string): Promise<void> {
   const r = await ctx.prisma.address.deleteMany({ where: { id, accountId } });
   if (r.count === 0) throw new AppError("not_found", "Address not found");
+  // Its scoped shield rules went with it (cascade); close the gap they left in the evaluation order.
+  await compactShieldRulePriorities(ctx, accountId);
 }

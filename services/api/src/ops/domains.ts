@@ -14,6 +14,7 @@ import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 import { assertEndpointReference } from "./endpoints.ts";
+import { compactShieldRulePriorities } from "./shield-rules.ts";
 
 const DKIM_TOKENS = 3;
 
@@ -122,4 +123,6 @@ export async function updateDomain(ctx: OpsContext, accountId: string, id: strin
 export async function deleteDomain(ctx: OpsContext, accountId: string, id: string): Promise<void> {
   const r = await ctx.prisma.domain.deleteMany({ where: { id, accountId } });
   if (r.count === 0) throw new AppError("not_found", "Domain not found");
+  // Its scoped shield rules went with it (cascade); close the gap they left in the evaluation order.
+  await compactShieldRulePriorities(ctx, accountId);
 }
