@@ -67,7 +67,7 @@ describe("admin CLI commands", () => {
 
   it.each([
     [["accounts", "create"], "--name is required"],
-    [["accounts", "create", "--name", "x", "--plan", "gold"], "--plan must be free or scale"],
+    [["accounts", "create", "--name", "x", "--plan", "gold"], "--plan must be one of free, scale"],
     [["keys", "create", "--account", "acc_missing"], "not found"],
     [["keys", "create", "--account", "acc_x", "--scope", "admin"], "--scope must be read or full"],
     [["keys", "revoke", "--key", "key_missing"], "not found"],

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
+import { isPlanName, PLAN_NAMES } from "@mailroom/core";
 import { newId, type PrismaClient, randomBase62 } from "@mailroom/db";
 
 export type CommandResult = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
 
-const PLANS = ["free", "scale"] as const;
 const SCOPES = ["read", "full"] as const;
 
 const fail = (error: string): CommandResult => ({ ok: false, error });
@@ -41,15 +41,15 @@ export async function runCommand(prisma: PrismaClient, argv: string[]): Promise<
       const name = str("name");
       const plan = str("plan") ?? "free";
       if (!name) return fail("--name is required");
-      if (!PLANS.includes(plan as (typeof PLANS)[number])) return fail("--plan must be free or scale");
+      if (!isPlanName(plan)) return fail(`--plan must be one of ${PLAN_NAMES.join(", ")}`);
       const a = await prisma.account.create({ data: { id: newId("account"), name, plan } });
       return { ok: true, value: { id: a.id, name: a.name, plan: a.plan, createdAt: a.createdAt.toISOString() } };
     }
     case "accounts set-plan": {
       const id = str("account");
       const plan = str("plan");
-      if (!id || !plan || !PLANS.includes(plan as (typeof PLANS)[number])) {
-        return fail("--account and --plan free|scale are required");
+      if (!id || !isPlanName(plan)) {
+        return fail(`--account and --plan (${PLAN_NAMES.join(", ")}) are required`);
       }
       const r = await prisma.account.updateMany({ where: { id }, data: { plan } });
       if (r.count === 0) return fail(`account ${id} not found`);
