@@ -20,6 +20,8 @@ export const senderEnvSchema = z.object({
   OUTBOUND_CONCURRENCY: z.coerce.number().int().positive().default(4),
   /** How often overdue outbound mail (lost jobs, crashed attempts) is queued again. */
   SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
+  /** How often due deliveries to email destinations (mailto: endpoints) are looked for; 0 = never. */
+  FORWARD_POLL_MS: z.coerce.number().int().min(0).default(2_000),
 });
 
 function safeProtocol(v: string): string {

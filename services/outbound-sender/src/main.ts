@@ -27,6 +27,7 @@ try {
     prefix: env.REDIS_PREFIX,
     concurrency: env.OUTBOUND_CONCURRENCY,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    forwardPollMs: env.FORWARD_POLL_MS,
   });
   const relayHost = new URL(env.SMTP_RELAY_URL).host;
   logger.info({ relay: relayHost, concurrency: env.OUTBOUND_CONCURRENCY }, "outbound-sender consuming queue outbound");

@@ -2,10 +2,12 @@ import nodemailer from "nodemailer";
 import type Mail from "nodemailer/lib/mailer";
 
 export type RelayResult =
-  | { ok: true; reply: string }
+  | { ok: true; reply: string; code: number | null }
   | {
       ok: false;
       reply: string;
+      /** The SMTP reply code, null for connection errors and timeouts. */
+      code: number | null;
       /** A 5xx reply: the relay will never take this message, so retrying is pointless. */
       permanent: boolean;
     };
@@ -32,14 +34,20 @@ export function createRelay(opts: { url: string; timeoutMs?: number }): Relay {
         const rejected = ((info as { rejectedErrors?: RejectedError[] }).rejectedErrors ?? [])
           .map((e) => `${e.recipient}: ${e.response}`)
           .join("; ");
-        return { ok: true, reply: rejected ? `${info.response} (refused: ${rejected})` : String(info.response) };
+        const reply = String(info.response);
+        return { ok: true, reply: rejected ? `${reply} (refused: ${rejected})` : reply, code: replyCode(reply) };
       } catch (err) {
         const e = err as SmtpError;
         const reply = (e.response ?? `${e.code ?? "ERROR"}: ${e.message}`).slice(0, 2000);
         const permanent = typeof e.responseCode === "number" && e.responseCode >= 500 && e.responseCode < 600;
-        return { ok: false, reply, permanent };
+        return { ok: false, reply, permanent, code: e.responseCode ?? null };
       }
     },
     close: () => transport.close(),
   };
 }
+
+const replyCode = (reply: string): number | null => {
+  const m = /^(\d{3})/.exec(reply);
+  return m ? Number(m[1]) : null;
+};

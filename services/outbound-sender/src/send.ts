@@ -62,7 +62,7 @@ export async function attemptSend(deps: SenderDeps, emailId: string): Promise<Se
       ? await deps.relay.send(
           buildMail(email, { domain: d.domain, dkimSelector: d.dkimSelector, dkimPrivateKey: d.dkimPrivateKey }),
         )
-      : { ok: false as const, reply: "the sending domain was deleted", permanent: true };
+      : { ok: false as const, reply: "the sending domain was deleted", permanent: true, code: null };
 
   const finishedAt = now();
   const final = result.ok || result.permanent || attempt >= deps.maxAttempts;

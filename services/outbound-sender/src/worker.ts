@@ -1,13 +1,23 @@
 import { createWorker, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
+import { forwardDue } from "./forward.ts";
 import { attemptSend, type SenderDeps } from "./send.ts";
 import { sweepOutbound } from "./sweeper.ts";
 
 export type OutboundSender = { worker: Worker; close(): Promise<void> };
 
-/** The `outbound` worker plus the sweeper that re-queues mail whose jobs were lost. */
+/**
+ * The `outbound` worker, the sweeper that re-queues mail whose jobs were lost, and the forwarder that
+ * polls for due email-destination deliveries (every `forwardPollMs`; 0 turns it off).
+ */
 export function startOutboundSender(
-  deps: SenderDeps & { connection: Redis; prefix: string; concurrency: number; sweepIntervalMs: number },
+  deps: SenderDeps & {
+    connection: Redis;
+    prefix: string;
+    concurrency: number;
+    sweepIntervalMs: number;
+    forwardPollMs: number;
+  },
 ): OutboundSender {
   const worker = createWorker(
     "outbound",
@@ -24,11 +34,26 @@ export function startOutboundSender(
     );
   }, deps.sweepIntervalMs);
   timer.unref();
+  let forwarding: Promise<unknown> | null = null;
+  const forwardTimer =
+    deps.forwardPollMs > 0
+      ? setInterval(() => {
+          if (forwarding) return; // one pass at a time per process
+          forwarding = forwardDue(deps)
+            .catch((err) => deps.logger.warn({ err: (err as Error).message }, "forward pass failed"))
+            .finally(() => {
+              forwarding = null;
+            });
+        }, deps.forwardPollMs)
+      : null;
+  forwardTimer?.unref();
   return {
     worker,
     async close() {
       clearInterval(timer);
+      if (forwardTimer) clearInterval(forwardTimer);
       await worker.close();
+      await forwarding;
     },
   };
 }

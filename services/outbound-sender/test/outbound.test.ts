@@ -43,7 +43,8 @@ describe("outbound mail: replies, new messages, relay failures", () => {
   const relayed = (messageId: string) => relay.messages.filter((m) => m.raw.toString().includes(messageId));
 
   beforeAll(async () => {
-    stack = await startStack({ services: { dispatcher: false } });
+    // The dispatcher runs too: it must leave email-destination deliveries to the forwarder.
+    stack = await startStack();
     relay = await startRelay();
     dnsServer = await startDnsServer();
     relayClient = createRelay({ url: relay.url, timeoutMs: 5_000 });
@@ -60,6 +61,7 @@ describe("outbound mail: replies, new messages, relay failures", () => {
       prefix: stack.env.redisPrefix,
       concurrency: 2,
       sweepIntervalMs: 3_600_000,
+      forwardPollMs: 50,
     });
     acct = await stack.account();
 
@@ -345,5 +347,75 @@ describe("outbound mail: replies, new messages, relay failures", () => {
     // At-least-once: the relay got the same message (same Message-ID) again.
     expect(relayed(res.body.messageId)).toHaveLength(2);
     expect(await sweepOutbound(stack.prisma, stack.outboundQueue, logger, { graceMs: 0 })).toBe(0);
+  });
+  it("forwards mail routed to an email destination as a DKIM-signed attachment, never in a loop", async () => {
+    const bad = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "https://x.example/hook" });
+    expect(bad).toMatchObject({ status: 400, body: { error: "url: must be mailto:<address> for type email" } });
+    const ep = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:Inbox@Archive.example" });
+    expect(ep.status).toBe(201);
+    expect(ep.body).toMatchObject({
+      type: "email",
+      url: "mailto:inbox@archive.example",
+      name: "inbox@archive.example",
+    });
+    expect((await acct.api("GET", `/api/v1/endpoints/${ep.body.id}`)).body.type).toBe("email");
+    const addr = await acct.api("POST", "/api/v1/addresses", {
+      domainId: domain.id,
+      localPart: "sales",
+      endpointId: ep.body.id,
+    });
+    expect(addr.status).toBe(201);
+
+    const original = await receive({
+      from: "Hank <hank@h.example>",
+      to: "sales@outbound-example.com",
+      subject: "Offer",
+      text: "Buy now",
+      messageId: "<fw1@h.example>",
+    });
+    const delivery = await waitFor(
+      () =>
+        stack.prisma.delivery.findFirst({
+          where: { emailId: original.id, status: { in: ["delivered", "dead"] } },
+          include: { attempts: true },
+        }),
+      { what: "the forward to finish" },
+    );
+    expect(delivery).toMatchObject({ status: "delivered", attemptCount: 1, lastStatusCode: 250, lastError: null });
+    expect(delivery.attempts[0]?.responseBody).toMatch(/^250 /);
+
+    const msg = relay.messages.find((m) => m.rcptTo.includes("inbox@archive.example"));
+    expect(msg?.mailFrom).toBe("sales@outbound-example.com");
+    const parsed = await simpleParser(msg!.raw);
+    expect(parsed.subject).toBe("Fwd: Offer");
+    expect(parsed.from?.value[0]?.address).toBe("sales@outbound-example.com");
+    expect(parsed.replyTo?.value[0]?.address).toBe("hank@h.example");
+    expect(parsed.headers.get("x-service-forwarded-by")).toBe(delivery.id);
+    const raw = msg!.raw.toString();
+    expect(raw).toMatch(/Content-Type: message\/rfc822/i);
+    expect(raw).toContain("Message-ID: <fw1@h.example>");
+    const resolver = new dns.Resolver();
+    resolver.setServers([dnsServer.server]);
+    const verified = await dkimVerify(msg!.raw, {
+      resolver: ((name: string, type: string) => resolver.resolve(name, type)) as never,
+    });
+    expect(verified.results[0]).toMatchObject({ signingDomain: "outbound-example.com", status: { result: "pass" } });
+
+    // The forward coming back to a forwarding address is stored but not forwarded again.
+    await smtpIn().sendMail({
+      envelope: { from: "sales@outbound-example.com", to: ["sales@outbound-example.com"] },
+      raw: msg!.raw,
+    });
+    const back = await waitFor(() =>
+      stack.prisma.email.findFirst({ where: { messageId: parsed.messageId as string, accountId: acct.accountId } }),
+    );
+    const looped = await waitFor(
+      () => stack.prisma.delivery.findFirst({ where: { emailId: back.id, status: "dead" } }),
+      {
+        what: "the looped forward to be refused",
+      },
+    );
+    expect(looped.lastError).toMatch(/loop/);
+    expect(relay.messages.filter((m) => m.rcptTo.includes("inbox@archive.example"))).toHaveLength(1);
   });
 });

@@ -66,6 +66,8 @@ export async function attemptDelivery(
   });
   if (!d) return { outcome: "skipped", reason: "delivery not found" };
   if (d.status === "delivered" || d.status === "dead") return { outcome: "skipped", reason: `already ${d.status}` };
+  // Email destinations (mailto:) are forwarded over SMTP by the outbound-sender, not posted here.
+  if (d.endpoint.type === "email") return { outcome: "skipped", reason: "email destination (outbound-sender)" };
   const attempt = d.attemptCount + 1;
   if (opts.expectedAttempt !== undefined && opts.expectedAttempt !== attempt) {
     return { outcome: "skipped", reason: `stale job for attempt ${opts.expectedAttempt}; next is ${attempt}` };

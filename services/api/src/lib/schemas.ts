@@ -54,7 +54,7 @@ export const addressWithDomainSchema = addressSchema.extend({ domain: z.string()
 export const endpointSchema = z.strictObject({
   id: id("ep"),
   name: z.string(),
-  type: z.enum(["webhook", "slack", "discord"]),
+  type: z.enum(["webhook", "slack", "discord", "email"]),
   url: z.string(),
   headers: z.record(z.string(), z.string()),
   timeoutSeconds: z.number().int(),

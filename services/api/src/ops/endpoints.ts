@@ -5,6 +5,7 @@ import { parse, parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
+import { createEmailEndpoint, isEmailEndpointBody, updateEmailEndpoint } from "./email-endpoints.ts";
 
 const RESERVED_HEADERS = new Set([
   "content-type",
@@ -115,6 +116,7 @@ export async function assertPublicDestination(ctx: OpsContext, url: string): Pro
 }
 
 export async function createEndpoint(ctx: OpsContext, accountId: string, body: unknown) {
+  if (isEmailEndpointBody(body)) return createEmailEndpoint(ctx, accountId, body);
   const input = parse(createEndpointSchema, body);
   await assertPublicDestination(ctx, input.url);
   const secret = newEndpointSecret();
@@ -164,6 +166,7 @@ export async function listEndpoints(ctx: OpsContext, accountId: string, query: u
 
 export async function updateEndpoint(ctx: OpsContext, accountId: string, id: string, body: unknown) {
   const existing = await findOwnedEndpoint(ctx, accountId, id);
+  if (existing.type === "email") return updateEmailEndpoint(ctx, existing.id, body);
   const input = parse(updateEndpointSchema, body);
   if (input.url !== undefined) await assertPublicDestination(ctx, input.url);
   const row = await ctx.prisma.endpoint.update({

@@ -1,0 +1,157 @@
+import { createDkimKey, dkimSelectorFor, newMessageId } from "@mailroom/core";
+import { newId, type PrismaClient } from "@mailroom/db";
+import type { Logger } from "@mailroom/log";
+import type Mail from "nodemailer/lib/mailer";
+import { retryDelayMs } from "./backoff.ts";
+import type { Relay, RelayResult } from "./relay.ts";
+
+export type ForwardDeps = {
+  prisma: PrismaClient;
+  logger: Logger;
+  relay: Relay;
+  backoffUnitMs: number;
+  /** A claimed attempt that has not been recorded after this long may be taken over. */
+  leaseMs?: number;
+  now?: () => Date;
+};
+
+export type ForwardOutcome =
+  | { outcome: "delivered" | "dead"; attempt: number }
+  | { outcome: "retrying"; attempt: number; nextAttemptAt: Date }
+  | { outcome: "skipped"; reason: string };
+
+/** Header on every forward; a message carrying it is never forwarded again (forwarding loops). */
+export const FORWARDED_HEADER = "X-Service-Forwarded-By";
+const DEFAULT_LEASE_MS = 10 * 60_000;
+
+const forwardSubject = (s: string) => (/^(fwd?|fw):/i.test(s.trim()) ? s.trim() : `Fwd: ${s.trim()}`);
+
+/** One pass over due email-destination deliveries (the dispatcher leaves them to us). */
+export async function forwardDue(deps: ForwardDeps, limit = 50): Promise<number> {
+  const now = (deps.now ?? (() => new Date()))();
+  const due = await deps.prisma.delivery.findMany({
+    where: {
+      status: { in: ["pending", "retrying"] },
+      endpoint: { type: "email", active: true },
+      OR: [{ nextAttemptAt: null }, { nextAttemptAt: { lte: now } }],
+    },
+    select: { id: true },
+    orderBy: { createdAt: "asc" },
+    take: limit,
+  });
+  for (const d of due) await attemptForward(deps, d.id);
+  return due.length;
+}
+
+/**
+ * Forwards the original message, unchanged, as a message/rfc822 attachment of a new message from the
+ * address that received it (DKIM-signed by that domain, so DMARC aligns at the destination). The
+ * Delivery row keeps the schedule exactly as for webhooks: attempts, backoff, `maxAttempts`, `dead`.
+ */
+export async function attemptForward(deps: ForwardDeps, deliveryId: string): Promise<ForwardOutcome> {
+  const { prisma } = deps;
+  const now = deps.now ?? (() => new Date());
+  const d = await prisma.delivery.findUnique({
+    where: { id: deliveryId },
+    include: {
+      endpoint: true,
+      email: {
+        include: {
+          spool: { select: { raw: true } },
+          domain: { select: { id: true, domain: true, dkimTokens: true, dkimSelector: true, dkimPrivateKey: true } },
+        },
+      },
+    },
+  });
+  if (d?.endpoint.type !== "email") return { outcome: "skipped", reason: "not an email destination" };
+  if (d.status !== "pending" && d.status !== "retrying") return { outcome: "skipped", reason: `already ${d.status}` };
+  const attempt = d.attemptCount + 1;
+  const claimed = await prisma.delivery.updateMany({
+    where: { id: d.id, attemptCount: d.attemptCount, status: d.status, nextAttemptAt: d.nextAttemptAt },
+    data: { nextAttemptAt: new Date(now().getTime() + (deps.leaseMs ?? DEFAULT_LEASE_MS)) },
+  });
+  if (claimed.count === 0) return { outcome: "skipped", reason: "claimed by another worker" };
+
+  const startedAt = now();
+  const e = d.email;
+  const to = d.endpoint.url.replace(/^mailto:/i, "");
+  const from = e.recipient ?? e.toAddresses[0] ?? "";
+  const looped = (e.headers as { key?: string }[]).some((h) => h.key?.toLowerCase() === FORWARDED_HEADER.toLowerCase());
+  let result: RelayResult;
+  if (looped)
+    result = { ok: false, reply: "not forwarded: the message is itself a forward (loop)", permanent: true, code: null };
+  else if (!e.spool || !e.domain || !from) {
+    result = { ok: false, reply: "the original message or its domain is no longer kept", permanent: true, code: null };
+  } else {
+    const key = await signingKey(prisma, e.domain);
+    const mail: Mail.Options = {
+      from: { name: `${e.fromName || e.fromAddress} via ${from}`, address: from },
+      replyTo: e.fromAddress || undefined,
+      to,
+      subject: forwardSubject(e.subject),
+      text: `Forwarded message from ${e.fromAddress} to ${from}, received ${e.receivedAt.toISOString()}.\nThe original is attached.\n\n${e.textBody}`,
+      messageId: newMessageId(e.domain.domain),
+      headers: { [FORWARDED_HEADER]: d.id },
+      attachments: [{ filename: "original.eml", contentType: "message/rfc822", content: Buffer.from(e.spool.raw) }],
+      envelope: { from, to: [to] },
+      dkim: { domainName: e.domain.domain, keySelector: key.selector, privateKey: key.privateKey },
+    };
+    result = await deps.relay.send(mail);
+  }
+  const finishedAt = now();
+
+  const final = result.ok || result.permanent || attempt >= d.maxAttempts;
+  const status = result.ok ? "delivered" : final ? "dead" : "retrying";
+  const nextAttemptAt = final
+    ? null
+    : new Date(finishedAt.getTime() + retryDelayMs(attempt - d.attemptBase, deps.backoffUnitMs));
+  const recorded = await prisma.$transaction(async (tx) => {
+    const r = await tx.delivery.updateMany({
+      where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
+      data: {
+        attemptCount: attempt,
+        status,
+        nextAttemptAt,
+        lastStatusCode: result.code,
+        lastError: result.ok ? null : result.reply,
+        deliveredAt: result.ok ? finishedAt : null,
+      },
+    });
+    if (r.count === 0) return false;
+    await tx.deliveryAttempt.create({
+      data: {
+        id: newId("deliveryAttempt"),
+        deliveryId: d.id,
+        number: attempt,
+        statusCode: result.code,
+        durationMs: finishedAt.getTime() - startedAt.getTime(),
+        error: result.ok ? null : result.reply,
+        responseBody: result.reply.slice(0, 4096),
+        startedAt,
+        finishedAt,
+      },
+    });
+    return true;
+  });
+  if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
+  deps.logger.info({ deliveryId, attempt, status, reply: result.reply }, "forward attempt");
+  return nextAttemptAt
+    ? { outcome: "retrying", attempt, nextAttemptAt }
+    : { outcome: status as "delivered" | "dead", attempt };
+}
+
+/** The domain's DKIM key; domains registered before outbound mail get theirs on first use. */
+async function signingKey(
+  prisma: PrismaClient,
+  domain: { id: string; dkimTokens: string[]; dkimSelector: string | null; dkimPrivateKey: string | null },
+): Promise<{ selector: string; privateKey: string }> {
+  if (domain.dkimSelector && domain.dkimPrivateKey)
+    return { selector: domain.dkimSelector, privateKey: domain.dkimPrivateKey };
+  const key = await createDkimKey(dkimSelectorFor(domain.dkimTokens) as string);
+  await prisma.domain.updateMany({
+    where: { id: domain.id, dkimPrivateKey: null },
+    data: { dkimSelector: key.selector, dkimPrivateKey: key.privateKey, dkimPublicKey: key.publicKey },
+  });
+  const row = await prisma.domain.findUniqueOrThrow({ where: { id: domain.id } });
+  return { selector: row.dkimSelector as string, privateKey: row.dkimPrivateKey as string };
+}
