@@ -21,7 +21,8 @@ export async function sweepOverdueDeliveries(
   const due = await prisma.delivery.findMany({
     where: {
       status: { in: ["pending", "retrying"] },
-      endpoint: { active: true },
+      // HTTP destinations only: email destinations belong to the outbound sender.
+      endpoint: { active: true, type: { in: ["webhook", "slack", "discord"] } },
       OR: [{ nextAttemptAt: { lte: before } }, { nextAttemptAt: null, createdAt: { lte: before } }],
     },
     select: { id: true, attemptCount: true },

@@ -1,0 +1,170 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { createQueue, createRedis, createWorker, UnrecoverableError } from "@mailroom/queues";
+import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
+import { startThrowawayRedis } from "../../smtp-ingest/test/throwaway.ts";
+import { createSender } from "../src/send.ts";
+import { startDispatcher } from "../src/worker.ts";
+import {
+  type Harness,
+  logger,
+  queueFirstAttempt,
+  type Seeded,
+  seedAccount,
+  seedDelivery,
+  seedEndpoint,
+  startHarness,
+  startHoldingServer,
+} from "./fixtures.ts";
+
+/**
+ * The schedule lives in the Delivery row: restarts of the dispatcher and of Redis (losing every
+ * job) lose no delivery and make no extra attempt; one slow endpoint cannot take every worker slot.
+ */
+let h: Harness;
+let receiver: Receiver;
+let s: Seeded;
+
+beforeAll(async () => {
+  [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
+  s = await seedAccount(h.prisma);
+});
+afterAll(async () => {
+  await h?.close();
+  await receiver?.close();
+});
+beforeEach(() => {
+  receiver.requests.length = 0;
+});
+
+const row = (id: string) =>
+  h.prisma.delivery.findUniqueOrThrow({ where: { id }, include: { attempts: { orderBy: { number: "asc" } } } });
+const reached = (id: string, status: string, attemptCount: number) =>
+  waitFor(
+    async () => {
+      const d = await row(id);
+      return d.status === status && d.attemptCount === attemptCount ? d : null;
+    },
+    { what: `delivery ${id} ${status} after ${attemptCount} attempts`, timeoutMs: 20_000 },
+  );
+
+describe("restarts", () => {
+  it("a dispatcher restarted mid-backoff makes the next attempt on schedule, once", async () => {
+    receiver.respond((_r, i) => (i === 0 ? { status: 500 } : { status: 200 }));
+    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const d = await seedDelivery(h.prisma, s, ep);
+    // Unit 1 s: attempt 2 is due 1 s after attempt 1, long after this dispatcher is gone.
+    const first = h.dispatcher({ backoffUnitMs: 1_000 });
+    await queueFirstAttempt(h.queue, d.id);
+    const afterFirst = await reached(d.id, "retrying", 1);
+    await first.close();
+    expect(receiver.requests).toHaveLength(1);
+    expect(afterFirst.nextAttemptAt!.getTime() - afterFirst.attempts[0]!.finishedAt.getTime()).toBe(1_000);
+
+    const second = h.dispatcher({ backoffUnitMs: 1_000 });
+    const done = await reached(d.id, "delivered", 2);
+    await second.close();
+    expect(done.attempts[1]!.startedAt.getTime()).toBeGreaterThanOrEqual(afterFirst.nextAttemptAt!.getTime() - 500);
+    expect(receiver.requests.map((r) => r.headers["x-service-delivery-id"])).toEqual([d.id, d.id]);
+  });
+
+  it("Redis restarted without its data mid-backoff: the sweeper re-queues from the Delivery row", async () => {
+    const redis = await startThrowawayRedis();
+    const worker = createRedis(redis.url, "worker");
+    const producer = createRedis(redis.url, "worker");
+    const queue = createQueue("delivery", { connection: producer, prefix: "fault" });
+    const start = () =>
+      startDispatcher({
+        prisma: h.prisma,
+        queue,
+        logger,
+        send: createSender({ allowPrivate: true, resolver: h.resolver }),
+        publicApiUrl: "http://127.0.0.1:0",
+        backoffUnitMs: 1_000,
+        connection: worker,
+        slotsRedis: producer,
+        prefix: "fault",
+        concurrency: 2,
+        sweepIntervalMs: 100,
+        sweepGraceMs: 0,
+      });
+    try {
+      receiver.respond((_r, i) => (i === 0 ? { status: 502 } : { status: 200 }));
+      const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+      const d = await seedDelivery(h.prisma, s, ep);
+      const first = start();
+      await queue.add("delivery", { deliveryId: d.id }, { jobId: `${d.id}.1` });
+      await reached(d.id, "retrying", 1);
+      await first.close();
+      expect(await queue.getJob(`${d.id}.2`)).toBeDefined(); // the delayed job for attempt 2
+
+      await redis.stop();
+      await redis.start(); // empty: the delayed job is gone
+      await waitFor(async () => (await producer.ping().catch(() => null)) === "PONG", { what: "redis back" });
+      expect(await queue.getJob(`${d.id}.2`)).toBeUndefined();
+
+      const second = start();
+      const done = await reached(d.id, "delivered", 2);
+      await second.close();
+      expect(receiver.requests).toHaveLength(2);
+      expect(done.attempts.map((a) => a.statusCode)).toEqual([502, 200]);
+    } finally {
+      await queue.close();
+      worker.disconnect();
+      producer.disconnect();
+      await redis.stop();
+    }
+  });
+
+  it("a job BullMQ gave up on (our own failure) is retried by the sweeper", async () => {
+    receiver.respond(() => ({ status: 200 }));
+    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const d = await seedDelivery(h.prisma, s, ep);
+    // A worker that fails every job for good, as a dispatcher would with the database gone.
+    const broken = createWorker(
+      "delivery",
+      async () => {
+        throw new UnrecoverableError("database unavailable");
+      },
+      { connection: h.worker, prefix: h.env.redisPrefix, concurrency: 1 },
+    );
+    await queueFirstAttempt(h.queue, d.id);
+    await waitFor(async () => (await h.queue.getJob(`${d.id}.1`))?.isFailed(), { what: "job failed" });
+    await broken.close();
+    expect((await row(d.id)).status).toBe("pending");
+
+    const dispatcher = h.dispatcher({ sweepGraceMs: 0 });
+    expect(await dispatcher.sweep()).toBeGreaterThanOrEqual(1);
+    await reached(d.id, "delivered", 1);
+    await dispatcher.close();
+    expect(receiver.requests).toHaveLength(1);
+  });
+});
+
+describe("per-endpoint concurrency", () => {
+  it("a slow endpoint holds at most its limit of slots; another endpoint is still served", async () => {
+    const slow = await startHoldingServer();
+    try {
+      const slowEp = await seedEndpoint(h.prisma, s, { url: slow.url, timeoutSeconds: 30 });
+      const fastEp = await seedEndpoint(h.prisma, s, { url: receiver.url });
+      const slowDeliveries = [];
+      for (let i = 0; i < 6; i++) slowDeliveries.push(await seedDelivery(h.prisma, s, slowEp));
+      const fast = await seedDelivery(h.prisma, s, fastEp);
+      const dispatcher = h.dispatcher({ concurrency: 4, endpointConcurrency: 2, busyRetryMs: 50 });
+      for (const d of slowDeliveries) await queueFirstAttempt(h.queue, d.id);
+      await waitFor(async () => slow.held >= 2, { what: "two requests held by the slow endpoint" });
+      await queueFirstAttempt(h.queue, fast.id);
+
+      await reached(fast.id, "delivered", 1);
+      expect(slow.held).toBe(2);
+      expect(slow.maxHeld).toBe(2);
+
+      slow.releaseAll();
+      for (const d of slowDeliveries) await reached(d.id, "delivered", 1);
+      expect(slow.maxHeld).toBe(2);
+      expect(slow.received).toBe(6);
+      await dispatcher.close();
+    } finally {
+      await slow.close();
+    }
+  });
+});
