@@ -35,6 +35,8 @@ export function startRuleEngine(
       ...(deps.lockDurationMs ? { lockDuration: deps.lockDurationMs, stalledInterval: deps.lockDurationMs } : {}),
     },
   );
+  // Without a listener an "error" (e.g. Redis restarting under a running job) would be thrown.
+  worker.on("error", (err) => deps.logger.warn({ err: err.message }, "inbound worker error"));
   worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed"));
   const timer = setInterval(() => {
     sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, {
