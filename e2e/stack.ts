@@ -8,12 +8,13 @@ import { createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import type { Express } from "express";
 import { createApp } from "../services/api/src/app.ts";
-import { outboundEnqueuer } from "../services/api/src/lib/outbound-queue.ts";
 import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
+import { outboundEnqueuer } from "../services/api/src/lib/outbound-queue.ts";
 import type { RateLimitConfig } from "../services/api/src/lib/rate-limit.ts";
 import type { DnsResolve } from "../services/rule-engine/src/verdicts.ts";
 import { startRuleEngine } from "../services/rule-engine/src/worker.ts";
 import { createIngestServer } from "../services/smtp-ingest/src/server.ts";
+import { enqueueAttempt } from "../services/webhook-dispatcher/src/dispatch.ts";
 import { createSender } from "../services/webhook-dispatcher/src/send.ts";
 import { startDispatcher } from "../services/webhook-dispatcher/src/worker.ts";
 import { runCommand } from "../tools/admin/src/commands.ts";
@@ -55,6 +56,10 @@ export type StackOptions = {
   domainDns?: DomainDns;
   /** The verifier loop's clock (move it ahead to skip the 1 m first-check delay) and poll interval. */
   verifier?: { now?: () => Date; pollIntervalMs?: number };
+  /** DNS servers behind the SSRF guard (endpoint create/update, test, delivery); default: the system's. */
+  egressDnsServers?: string[];
+  /** Dispatcher tuning (defaults: 4 in flight, 4 per endpoint, sweep every 30 s for jobs overdue by 30 s). */
+  dispatcher?: { concurrency?: number; endpointConcurrency?: number; sweepIntervalMs?: number; sweepGraceMs?: number };
 };
 
 const noDns: DnsResolve = async () => {
@@ -76,6 +81,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const outboundQueue = createQueue("outbound", { connection: producer, prefix: env.redisPrefix });
   const allowPrivate = opts.allowPrivateDestinations ?? true;
   const publicApiUrl = "http://127.0.0.1:0";
+  const egressResolver = new dns.Resolver({ timeout: 2_000, tries: 1 });
+  if (opts.egressDnsServers) egressResolver.setServers(opts.egressDnsServers);
 
   const app = createApp({
     prisma,
@@ -84,8 +91,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     bodyLimit: "1mb",
     rateLimit: { limit: 100_000, windowSeconds: 60, algorithm: "fixed", prefix: env.redisPrefix, ...opts.rateLimit },
     cursors: createCursorCodec("test-cursor-secret"),
-    checkDestination: createDestinationCheck({ allowPrivate }),
+    checkDestination: createDestinationCheck({ allowPrivate, resolver: egressResolver }),
+    egressResolver,
     enqueueOutbound: outboundEnqueuer(outboundQueue),
+    enqueueDelivery: (id, n) => enqueueAttempt(deliveryQueue, id, n, new Date()).then(() => undefined),
     ...(opts.domainDns ? { domainDns: opts.domainDns } : {}),
     config: {
       mxHost: "mx.mailroom.test",
@@ -139,12 +148,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       prisma,
       queue: deliveryQueue,
       logger,
-      send: createSender({ allowPrivate, resolver: new dns.Resolver() }),
+      send: createSender({ allowPrivate, resolver: egressResolver }),
       publicApiUrl,
       backoffUnitMs: opts.backoffUnitMs ?? 60_000,
       connection: worker,
       prefix: env.redisPrefix,
-      concurrency: 4,
+      concurrency: opts.dispatcher?.concurrency ?? 4,
+      endpointConcurrency: opts.dispatcher?.endpointConcurrency ?? 4,
+      slotsRedis: producer,
+      sweepIntervalMs: opts.dispatcher?.sweepIntervalMs ?? 30_000,
+      sweepGraceMs: opts.dispatcher?.sweepGraceMs ?? 30_000,
     });
     closers.push(() => dispatcher.close());
   }

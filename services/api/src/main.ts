@@ -7,6 +7,7 @@ import { createApp } from "./app.ts";
 import { loadApiEnv } from "./env.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
 import { outboundEnqueuer } from "./lib/outbound-queue.ts";
+import { deliveryEnqueuer } from "./ops/deliveries.ts";
 
 const bootLogger = createLogger("api");
 try {
@@ -16,6 +17,7 @@ try {
   const redis = createRedis(env.REDIS_URL, "producer");
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
   const outboundQueue = createQueue("outbound", { connection: redis, prefix: env.REDIS_PREFIX });
+  const deliveryQueue = createQueue("delivery", { connection: redis, prefix: env.REDIS_PREFIX });
   const app = createApp({
     prisma,
     redis,
@@ -29,8 +31,9 @@ try {
     },
     cursors: createCursorCodec(env.CURSOR_SECRET),
     checkDestination: createDestinationCheck({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS }),
-    enqueueOutbound: outboundEnqueuer(outboundQueue),
     domainDns: createDomainDns({ servers: env.DNS_SERVERS }),
+    enqueueOutbound: outboundEnqueuer(outboundQueue),
+    enqueueDelivery: deliveryEnqueuer(deliveryQueue),
     config: {
       mxHost: env.MX_HOST,
       dkimDomain: env.DKIM_DOMAIN,
@@ -46,7 +49,7 @@ try {
     logger,
     [
       { name: "http", close: () => new Promise<void>((resolve) => server.close(() => resolve())) },
-      { name: "queue", close: () => outboundQueue.close() },
+      { name: "queue", close: () => Promise.all([outboundQueue.close(), deliveryQueue.close()]) },
       { name: "redis", close: () => redis.quit() },
       { name: "prisma", close: () => prisma.$disconnect() },
     ],

@@ -34,6 +34,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   receiver.requests.length = 0;
+  receiver.respond(() => ({ status: 200 }));
 });
 
 const row = (id: string) =>
@@ -137,6 +138,24 @@ describe("restarts", () => {
     await reached(d.id, "delivered", 1);
     await dispatcher.close();
     expect(receiver.requests).toHaveLength(1);
+  });
+});
+
+describe("fresh budget after a manual retry", () => {
+  it("restarts the backoff at 1 unit, whatever the attempt number", async () => {
+    receiver.respond((_r, i) => (i === 0 ? { status: 500 } : { status: 200 }));
+    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const d = await seedDelivery(h.prisma, s, ep);
+    // As POST /deliveries/{id}/retry leaves it: 4 attempts made, budget of 5 more from there.
+    await h.prisma.delivery.update({ where: { id: d.id }, data: { attemptCount: 4, attemptBase: 4, maxAttempts: 9 } });
+    const dispatcher = h.dispatcher({ backoffUnitMs: 1_000 });
+    await h.queue.add("delivery", { deliveryId: d.id }, { jobId: `${d.id}.5` });
+    const failed = await reached(d.id, "retrying", 5);
+    // Attempt 5 overall, first of its budget: 1 unit, not the 2 h step of a fifth attempt.
+    expect(failed.nextAttemptAt!.getTime() - failed.attempts[0]!.finishedAt.getTime()).toBe(1_000);
+    expect(failed.attempts[0]!.number).toBe(5);
+    await reached(d.id, "delivered", 6);
+    await dispatcher.close();
   });
 });
 

@@ -1,5 +1,6 @@
 import type { CursorCodec, PrismaClient } from "@mailroom/db";
 import type { DomainDns } from "@mailroom/domain-verification";
+import type { AddressResolver } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 
 /** What the service layer needs; shared by the REST routes and the MCP tools. */
@@ -19,4 +20,8 @@ export type OpsContext = {
   enqueueOutbound?: (emailId: string) => Promise<void>;
   /** DNS for `POST /domains/{id}/verify` (DNS_SERVERS); default: the system's resolvers. */
   domainDns?: DomainDns;
+  /** Queues attempt `n` of a delivery (queue `delivery`); absent: the dispatcher's sweeper finds it. */
+  enqueueDelivery?: (deliveryId: string, attempt: number) => Promise<void>;
+  /** DNS behind the SSRF guard of `POST /endpoints/{id}/test`; default: the system's resolvers. */
+  egressResolver?: AddressResolver;
 };

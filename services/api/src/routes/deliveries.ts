@@ -1,0 +1,65 @@
+import { Router } from "express";
+import { accountOf } from "../lib/http.ts";
+import { documented } from "../lib/route.ts";
+import { idParams, pageOf } from "../lib/schemas.ts";
+import type { OpsContext } from "../ops/context.ts";
+import {
+  deliverySchema,
+  deliveryWithAttemptsSchema,
+  getDelivery,
+  listDeliveries,
+  listDeliveriesQuery,
+  retryDelivery,
+} from "../ops/deliveries.ts";
+
+const tag = "Deliveries";
+
+export function deliveriesRouter(ctx: OpsContext): Router {
+  const r = Router();
+  r.get(
+    "/deliveries",
+    documented(
+      {
+        tag,
+        summary: "List deliveries, newest first; filter by emailId, endpointId and status",
+        query: listDeliveriesQuery,
+        responses: { 200: { description: "A page of deliveries", schema: pageOf(deliverySchema) } },
+        errors: { 400: "Invalid filter or `Invalid cursor`" },
+      },
+      async (req, res) => {
+        res.json(await listDeliveries(ctx, accountOf(req), req.query));
+      },
+    ),
+  );
+  r.get(
+    "/deliveries/:id",
+    documented(
+      {
+        tag,
+        summary: "Get a delivery with every attempt (status code, duration, error, response excerpt)",
+        params: idParams,
+        responses: { 200: { description: "The delivery and its attempts", schema: deliveryWithAttemptsSchema } },
+        errors: { 404: "Not found or not the caller's" },
+      },
+      async (req, res) => {
+        res.json(await getDelivery(ctx, accountOf(req), String(req.params.id)));
+      },
+    ),
+  );
+  r.post(
+    "/deliveries/:id/retry",
+    documented(
+      {
+        tag,
+        summary: "Re-open a dead or delivered delivery with a fresh attempt budget (same delivery id)",
+        params: idParams,
+        responses: { 200: { description: "The re-opened delivery", schema: deliveryWithAttemptsSchema } },
+        errors: { 404: "Not found or not the caller's", 409: "The delivery is still pending or retrying" },
+      },
+      async (req, res) => {
+        res.json(await retryDelivery(ctx, accountOf(req), String(req.params.id)));
+      },
+    ),
+  );
+  return r;
+}
