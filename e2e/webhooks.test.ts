@@ -305,6 +305,36 @@ describe("POST /endpoints/{id}/rotate-secret", () => {
   });
 });
 
+describe("custom headers", () => {
+  it("refuses reserved names and more than 10 headers at create and update (400)", async () => {
+    const reserved = [
+      "Content-Type",
+      "content-length",
+      "Host",
+      "X-Service-Signature",
+      "x-service-event",
+      "X-Inbound-Delivery-Id",
+    ];
+    for (const name of reserved) {
+      const r = await acct.api("POST", "/api/v1/endpoints", { url: receiver.url, headers: { [name]: "x" } });
+      expect({ name, status: r.status }).toEqual({ name, status: 400 });
+      expect(r.body.error).toMatch(/reserved/);
+    }
+    const eleven = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`X-H${i}`, "v"]));
+    expect((await acct.api("POST", "/api/v1/endpoints", { url: receiver.url, headers: eleven })).status).toBe(400);
+    const ten = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`X-H${i}`, "v"]));
+    const ep = await acct.api("POST", "/api/v1/endpoints", { url: receiver.url, headers: ten });
+    expect(ep.status).toBe(201);
+    const patch = await acct.api("PATCH", `/api/v1/endpoints/${ep.body.id}`, { headers: { "X-Service-Event": "x" } });
+    expect(patch.status).toBe(400);
+    // All ten go out with the test delivery, and ours are untouched.
+    await acct.api("POST", `/api/v1/endpoints/${ep.body.id}/test`);
+    const req = receiver.requests[0]!;
+    for (let i = 0; i < 10; i++) expect(req.headers[`x-h${i}`]).toBe("v");
+    expect(req.headers["x-service-event"]).toBe("email.received");
+  });
+});
+
 describe("inactive endpoints", () => {
   it("receive nothing while inactive; the delivery waits and goes out when re-activated", async () => {
     const { ep, to } = await routed({ url: receiver.url });
