@@ -1,10 +1,17 @@
+import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createPrisma } from "@mailroom/db";
+import { createPrisma, migrate, migrationsDir } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
 import { waitFor } from "@mailroom/testing";
-import { sendOnce, simpleMessage } from "./clients.ts";
+import { connect, send, sendOnce, simpleMessage } from "./clients.ts";
 import { type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
-import { sparePort, startThrowawayRedis, type ThrowawayRedis } from "./throwaway.ts";
+import {
+  sparePort,
+  startThrowawayPostgres,
+  startThrowawayRedis,
+  type ThrowawayPostgres,
+  type ThrowawayRedis,
+} from "./throwaway.ts";
 
 /**
  * `451 4.3.0` whenever Postgres or Redis cannot durably take the message, with nothing half-written:
@@ -82,4 +89,44 @@ describe("smtp-ingest when a dependency is down", () => {
       await prisma.$disconnect().catch(() => undefined);
     }
   });
+});
+
+describe("smtp-ingest when Postgres dies during DATA", () => {
+  let pg: ThrowawayPostgres | null = null;
+  let t: IngestEnv;
+  beforeAll(async () => {
+    t = await ingestEnv();
+    pg = await startThrowawayPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    await pg?.stop();
+    await t?.close();
+  });
+
+  it("451 4.3.0 when the spool cannot be written, and no job is queued", async () => {
+    const url = pg!.url("mailroom_fault");
+    await migrate(url, migrationsDir);
+    const prisma = createPrisma(url, { max: 2 });
+    const d = await seedDomain(prisma, "pgfault.example");
+    await seedAddress(prisma, d, "support");
+    const server = await t.start({ prisma });
+    try {
+      // RCPT is decided while Postgres is up; it goes down once the client has begun sending DATA.
+      const body = new PassThrough();
+      const conn = await connect({ port: server.port });
+      const dataStarted = new Promise<void>((r) => body.once("resume", () => r()));
+      const sent = send(conn, { from: "a@sender.example", to: ["support@pgfault.example"] }, body);
+      await dataStarted;
+      await pg!.stop();
+      body.end(simpleMessage("a@sender.example", "support@pgfault.example"));
+      const r = await sent;
+      conn.close();
+      expect(r.ok).toBe(false);
+      expect(r.response).toMatch(/^451 4\.3\.0 /);
+      expect(await t.queue.getJobCounts("wait", "active", "delayed")).toEqual({ wait: 0, active: 0, delayed: 0 });
+    } finally {
+      await server.close();
+      await prisma.$disconnect().catch(() => undefined);
+    }
+  }, 60_000);
 });

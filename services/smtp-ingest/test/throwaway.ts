@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { chownSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -66,4 +66,56 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
 
 export function cleanupDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * A private PostgreSQL cluster (initdb + pg_ctl, as the `postgres` user when we are root) on a spare
+ * port, for the fault tests that stop Postgres mid-transaction. Never the shared server.
+ */
+export type ThrowawayPostgres = { port: number; url(db: string): string; stop(): Promise<void> };
+
+export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
+  const port = await sparePort();
+  const dir = mkdtempSync(join(tmpdir(), "mailroom-pg-"));
+  const asPostgres = (cmd: string, args: string[]) =>
+    new Promise<void>((resolve, reject) => {
+      const root = process.getuid?.() === 0;
+      const child = spawn(root ? "runuser" : cmd, root ? ["-u", "postgres", "--", cmd, ...args] : args, {
+        stdio: "ignore",
+      });
+      child.once("error", reject);
+      child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${code}`))));
+    });
+  if (process.getuid?.() === 0) {
+    // initdb refuses to run as root: the cluster belongs to the postgres user.
+    const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
+    const gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
+    chownSync(dir, uid, gid);
+  }
+  const data = join(dir, "data");
+  await asPostgres("/usr/lib/postgresql/15/bin/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
+  await asPostgres("/usr/lib/postgresql/15/bin/pg_ctl", [
+    "-D",
+    data,
+    "-l",
+    join(dir, "log"),
+    "-w",
+    "-o",
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+    "start",
+  ]);
+  let stopped = false;
+  return {
+    port,
+    url: (db) => `postgresql://postgres@127.0.0.1:${port}/${db}`,
+    async stop() {
+      if (!stopped) {
+        stopped = true;
+        await asPostgres("/usr/lib/postgresql/15/bin/pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(
+          () => undefined,
+        );
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
