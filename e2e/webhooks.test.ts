@@ -257,6 +257,11 @@ describe("POST /endpoints/{id}/test", () => {
       error: "unreachable: ECONNREFUSED",
     });
     expect((await acct.api("POST", "/api/v1/endpoints/ep_unknown/test")).status).toBe(404);
+    const mailbox = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:ops@example.com" });
+    expect(mailbox.status).toBe(201);
+    const emailTest = await acct.api("POST", `/api/v1/endpoints/${mailbox.body.id}/test`);
+    expect(emailTest.status).toBe(400);
+    expect(emailTest.body.error).toMatch(/email destination/);
   });
 
   it("sends Slack endpoints a chat message, unsigned", async () => {

@@ -169,7 +169,8 @@ export async function retryDelivery(ctx: OpsContext, accountId: string, id: stri
     },
   });
   if (reopened.count === 0) throw new AppError("conflict", "Delivery changed concurrently; fetch it and try again");
-  if (ctx.enqueueDelivery) {
+  // Email destinations are picked up by the outbound sender's own sweep of due deliveries.
+  if (ctx.enqueueDelivery && row.endpoint.type !== "email") {
     await ctx.enqueueDelivery(row.id, row.attemptCount + 1).catch((err: Error) => {
       // The row is re-opened and due: the dispatcher's sweeper queues it when Redis is back.
       ctx.logger.warn({ deliveryId: row.id, err: err.message }, "could not queue the retried delivery");

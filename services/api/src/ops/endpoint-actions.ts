@@ -1,5 +1,5 @@
 import { promises as dns } from "node:dns";
-import { AppError, emailReceivedPayload, emailView, endpointView } from "@mailroom/core";
+import { AppError, emailReceivedPayload, emailView, endpointView, invalid } from "@mailroom/core";
 import { newId, randomBase62 } from "@mailroom/db";
 import { buildDeliveryRequest, guardedRequest, judgeResponse } from "@mailroom/egress";
 import { z } from "zod";
@@ -30,6 +30,9 @@ let fallbackResolver: dns.Resolver | undefined;
  */
 export async function testEndpoint(ctx: OpsContext, accountId: string, id: string) {
   const endpoint = await findOwnedEndpoint(ctx, accountId, id);
+  if (endpoint.type === "email") {
+    throw invalid("This endpoint is an email destination; the test operation sends an HTTP request");
+  }
   const address = await ctx.prisma.address.findFirst({
     where: { accountId, endpointId: endpoint.id },
     include: { domain: { select: { domain: true } } },

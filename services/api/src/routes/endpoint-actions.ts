@@ -22,7 +22,7 @@ export function endpointActionsRouter(ctx: OpsContext): Router {
         summary: "Send one sample signed email.received delivery now; nothing is stored",
         params: idParams,
         responses: { 200: { description: "What the endpoint answered", schema: endpointTestResultSchema } },
-        errors: { 404: "Not found or not the caller's" },
+        errors: { 400: "An email destination (no HTTP request to test)", 404: "Not found or not the caller's" },
       },
       async (req, res) => {
         res.json(await testEndpoint(ctx, accountOf(req), String(req.params.id)));
