@@ -88,8 +88,31 @@ describe("smtp-ingest session", () => {
       "--ehlo",
       "client.example",
     ]);
-    expect(r.transcript).toMatch(/<\*\*\s+|<-\s+250 2\.0\.0 Ok: queued as spl_/);
+    expect(r.transcript).toMatch(/<-\s+250 2\.0\.0 Ok: queued as spl_/);
     expect(r.code).toBe(0);
+  });
+
+  swaksIt("swaks sees 550 5.1.1 for an unknown recipient and 550 5.2.1 for an inactive one", async () => {
+    await seedAddress(t.prisma, d, "disabled", { active: false });
+    const unknown = await swaks([
+      "--server",
+      `127.0.0.1:${plain.port}`,
+      "--to",
+      "nobody@session.example",
+      "--from",
+      "a@sender.example",
+    ]);
+    expect(unknown.transcript).toMatch(/<\*\*\s+550 5\.1\.1 /);
+    expect(unknown.code).not.toBe(0);
+    const inactive = await swaks([
+      "--server",
+      `127.0.0.1:${plain.port}`,
+      "--to",
+      "disabled@session.example",
+      "--from",
+      "a@sender.example",
+    ]);
+    expect(inactive.transcript).toMatch(/<\*\*\s+550 5\.2\.1 /);
   });
 
   it("STARTTLS with SMTP_TLS_CERT/KEY: advertised, negotiated, and the message accepted over TLS", async () => {
