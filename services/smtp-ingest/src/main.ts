@@ -14,6 +14,7 @@ try {
   const redis = createRedis(env.REDIS_URL, "producer");
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
   const queue = createQueue("inbound", { connection: redis, prefix: env.REDIS_PREFIX });
+  queue.on("error", (err) => logger.warn({ err: err.message }, "inbound queue error"));
   checkEvictionPolicy(redis).then((w) => w && logger.warn(w));
   const server = createIngestServer({
     prisma,
