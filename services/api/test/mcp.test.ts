@@ -27,6 +27,8 @@ const READ_TOOLS = [
   "list_shield_rules",
   "get_shield_rule",
   "list_blocks",
+  "list_deliveries",
+  "get_delivery",
 ];
 const WRITE_TOOLS = ["create_inbox", "create_shield_rule", "delete_shield_rule"];
 
@@ -199,7 +201,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     expect(await ok(mcpA, "get_endpoint", { id: ids.endpoint })).toEqual(await rest(a, `/endpoints/${ids.endpoint}`));
   });
 
-  it("emails and threads of a real message: the same objects as REST, filters included", async () => {
+  it("emails, threads and deliveries of a real message: the same objects as REST, filters included", async () => {
     await send("support@mcp-example.com", "Invoice 42");
     const delivery = await waitFor(
       () => stack.prisma.delivery.findFirst({ where: { endpointId: ids.endpoint, status: "delivered" } }),
@@ -221,6 +223,13 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     const thread = await ok(mcpA, "get_thread", { id: ids.thread });
     expect(thread).toEqual(await rest(a, `/threads/${ids.thread}`));
     expect(thread.data.map((e: { id: string }) => e.id)).toEqual([ids.email]);
+
+    const deliveries = await ok(mcpA, "list_deliveries", { status: "delivered", endpointId: ids.endpoint });
+    expect(deliveries).toEqual(await rest(a, `/deliveries?status=delivered&endpointId=${ids.endpoint}`));
+    expect(deliveries.data.map((d: { id: string }) => d.id)).toEqual([ids.delivery]);
+    const got = await ok(mcpA, "get_delivery", { id: ids.delivery });
+    expect(got).toEqual(await rest(a, `/deliveries/${ids.delivery}`));
+    expect(got.attempts).toHaveLength(1);
   });
 
   it("shield rules: create, list, get; a blocked message shows in list_blocks; delete", async () => {
@@ -300,6 +309,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
       get_email: { id: ids.email },
       get_thread: { id: ids.thread },
       get_shield_rule: { id: ids.rule },
+      get_delivery: { id: ids.delivery },
     };
     for (const name of READ_TOOLS) {
       expect([name, await ok(mcpRead, name, args[name] ?? {})]).toEqual([name, await ok(mcpA, name, args[name] ?? {})]);
@@ -314,6 +324,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
       ["get_email", ids.email as string, "Email not found"],
       ["get_thread", ids.thread as string, "Thread not found"],
       ["get_shield_rule", ids.rule as string, "Shield rule not found"],
+      ["get_delivery", ids.delivery as string, "Delivery not found"],
       ["delete_shield_rule", ids.rule as string, "Shield rule not found"],
     ];
     for (const [tool, id, message] of notFound)

@@ -5,11 +5,12 @@ import { type AuthContext, requireWrite } from "../lib/auth.ts";
 import type { OpsContext } from "../ops/context.ts";
 import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from "./info.ts";
 import type { ToolDef } from "./tool.ts";
+import { deliveryTools } from "./tools-deliveries.ts";
 import { readTools } from "./tools-read.ts";
 import { writeTools } from "./tools-write.ts";
 
 /** Every tool, reads first. */
-export const allTools: readonly ToolDef[] = [...readTools, ...writeTools];
+export const allTools: readonly ToolDef[] = [...readTools, ...deliveryTools, ...writeTools];
 
 /** A successful result: the REST object, as JSON text for any client and as structured content. */
 export function toolResult(value: Record<string, unknown>): CallToolResult {
