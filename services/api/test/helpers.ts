@@ -147,7 +147,20 @@ export async function seedAccount(stack: Stack, acct: TestAccount, domain: strin
       status: "dead",
     },
   });
-  return { ...r, emailId: em.id, threadId: em.threadId, ruleId, deliveryId };
+  const blockId = newId("block");
+  await stack.prisma.blockRecord.create({
+    data: {
+      id: blockId,
+      accountId: acct.accountId,
+      ruleId,
+      ruleName: "r",
+      sender: "a@sender.example",
+      recipient: `info@${domain}`,
+      subject: "blocked",
+      receivedAt: new Date(),
+    },
+  });
+  return { ...r, emailId: em.id, threadId: em.threadId, ruleId, deliveryId, blockId };
 }
 
 /** The id a route's `:id` refers to, by its resource segment (`/api/v1/<segment>/:id…`). */
@@ -162,6 +175,7 @@ export function targetOf(path: string, f: Fixture): string | undefined {
       threads: f.threadId,
       "shield-rules": f.ruleId,
       deliveries: f.deliveryId,
+      blocks: f.blockId,
     } as Record<string, string | undefined>
   )[seg as string];
 }

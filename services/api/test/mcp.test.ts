@@ -27,6 +27,7 @@ const READ_TOOLS = [
   "list_shield_rules",
   "get_shield_rule",
   "list_blocks",
+  "get_block",
   "list_deliveries",
   "get_delivery",
 ];
@@ -260,6 +261,12 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
       }),
     ]);
 
+    const block = blocks.data[0];
+    ids.block = block.id;
+    expect(await ok(mcpA, "get_block", { id: block.id })).toEqual(block);
+    expect(await rest(a, `/blocks/${block.id}`)).toEqual(block);
+    expect((await b.api("GET", `/api/v1/blocks/${block.id}`)).status).toBe(404);
+
     const extra = await ok(mcpA, "create_shield_rule", {
       name: "Temporary",
       action: "route",
@@ -310,6 +317,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
       get_thread: { id: ids.thread },
       get_shield_rule: { id: ids.rule },
       get_delivery: { id: ids.delivery },
+      get_block: { id: ids.block },
     };
     for (const name of READ_TOOLS) {
       expect([name, await ok(mcpRead, name, args[name] ?? {})]).toEqual([name, await ok(mcpA, name, args[name] ?? {})]);
@@ -325,6 +333,7 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
       ["get_thread", ids.thread as string, "Thread not found"],
       ["get_shield_rule", ids.rule as string, "Shield rule not found"],
       ["get_delivery", ids.delivery as string, "Delivery not found"],
+      ["get_block", ids.block as string, "Block record not found"],
       ["delete_shield_rule", ids.rule as string, "Shield rule not found"],
     ];
     for (const [tool, id, message] of notFound)

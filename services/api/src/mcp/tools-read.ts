@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { getAddress, listAddresses, listAddressesQuery } from "../ops/addresses.ts";
-import { listBlocks } from "../ops/blocks.ts";
+import { getBlock, listBlocks } from "../ops/blocks.ts";
 import { getDomain, listDomains, listDomainsQuery } from "../ops/domains.ts";
 import { getEmail, getThread, listEmails, listEmailsQuery, listThreads, listThreadsQuery } from "../ops/emails.ts";
 import { getEndpoint, listEndpoints, listEndpointsQuery } from "../ops/endpoints.ts";
@@ -134,5 +134,12 @@ export const readTools: ToolDef[] = [
       })
       .strict(),
     run: (ctx, accountId, args) => listBlocks(ctx, accountId, asQuery(args)),
+  }),
+  readTool({
+    name: "get_block",
+    title: "Get a block record",
+    description: "Get one block record by id: sender, recipient, subject, received time and the rule that blocked it.",
+    input: idInput("block record", "blk"),
+    run: (ctx, accountId, { id }) => getBlock(ctx, accountId, id),
   }),
 ];

@@ -2,7 +2,7 @@
  * Block records (spec §2 "Block record"): what remains of a message a shield rule blocked — its
  * envelope, subject and the rule — never the body. Listed newest first with keyset pagination.
  */
-import { invalid } from "@mailroom/core";
+import { AppError, invalid } from "@mailroom/core";
 import type { OpsContext } from "./context.ts";
 
 export type BlockRow = {
@@ -67,4 +67,11 @@ export async function listBlocks(ctx: OpsContext, accountId: string, query: Reco
   const last = page[page.length - 1];
   const nextCursor = rows.length > limit && last ? ctx.cursors.encode({ at: last.receivedAt, id: last.id }) : null;
   return { data: page.map(blockView), nextCursor };
+}
+
+/** GET /blocks/{id}: one block record of the caller's account. */
+export async function getBlock(ctx: OpsContext, accountId: string, id: string) {
+  const row = await ctx.prisma.blockRecord.findFirst({ where: { id, accountId } });
+  if (!row) throw new AppError("not_found", "Block record not found");
+  return blockView(row);
 }

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { accountOf } from "../lib/http.ts";
 import { documented } from "../lib/route.ts";
 import { pageOf, pageQueryShape } from "../lib/schemas.ts";
-import { listBlocks } from "../ops/blocks.ts";
+import { getBlock, listBlocks } from "../ops/blocks.ts";
 import type { OpsContext } from "../ops/context.ts";
 import { blockSchema } from "./shield-schemas.ts";
 
@@ -25,6 +25,22 @@ export function blocksRouter(ctx: OpsContext): Router {
       },
       async (req, res) => {
         res.json(await listBlocks(ctx, accountOf(req), req.query as Record<string, unknown>));
+      },
+    ),
+  );
+  r.get(
+    "/blocks/:id",
+    documented(
+      {
+        tag: "Shield rules",
+        summary: "One block record",
+        responses: {
+          200: { description: "The block record", schema: blockSchema },
+          404: { description: "No such block record on this account" },
+        },
+      },
+      async (req, res) => {
+        res.json(await getBlock(ctx, accountOf(req), String(req.params.id)));
       },
     ),
   );
