@@ -1,4 +1,5 @@
+export * from "./dns-server.ts";
 export * from "./env.ts";
 export * from "./receiver.ts";
 export * from "./servers.ts";
-export * from "./dns-server.ts";
+export * from "./throwaway.ts";

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { sparePort } from "./throwaway.ts";
+import { sparePort } from "@mailroom/testing";
 
 const run = promisify(execFile);
 

@@ -2,16 +2,16 @@ import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createPrisma, migrate, migrationsDir } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
-import { waitFor } from "@mailroom/testing";
-import { connect, send, sendOnce, simpleMessage } from "./clients.ts";
-import { type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 import {
   sparePort,
   startThrowawayPostgres,
   startThrowawayRedis,
   type ThrowawayPostgres,
   type ThrowawayRedis,
-} from "./throwaway.ts";
+  waitFor,
+} from "@mailroom/testing";
+import { connect, send, sendOnce, simpleMessage } from "./clients.ts";
+import { type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 
 /**
  * `451 4.3.0` whenever Postgres or Redis cannot durably take the message, with nothing half-written:

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { createQueue, createRedis, createWorker, UnrecoverableError } from "@mailroom/queues";
-import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
-import { startThrowawayRedis } from "../../smtp-ingest/test/throwaway.ts";
+import { type Receiver, startReceiver, startThrowawayRedis, waitFor } from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { startDispatcher } from "../src/worker.ts";
 import {

@@ -3,7 +3,7 @@ import { chownSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitFor } from "@mailroom/testing";
+import { waitFor } from "./env.ts";
 
 /** A TCP port nothing listens on right now (bound, then released). */
 export function sparePort(): Promise<number> {
