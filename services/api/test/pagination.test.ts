@@ -112,7 +112,7 @@ describe("pagination, filters and search", () => {
       const good = createCursorCodec("test-cursor-secret").encode({ at: new Date(), id: "em_abcdefghijklmnop" });
       const forged = createCursorCodec("another-secret").encode({ at: new Date(), id: "em_abcdefghijklmnop" });
       const tampered = `${good.slice(0, -2)}${good.endsWith("A") ? "B" : "A"}${good.slice(-1)}`;
-      for (const cursor of ["garbage", "!!!", forged, tampered, Buffer.from("1.em_x.y").toString("base64url")]) {
+      for (const cursor of ["", "garbage", "!!!", forged, tampered, Buffer.from("1.em_x.y").toString("base64url")]) {
         const r = await acct.api("GET", `${V}${path}?cursor=${encodeURIComponent(cursor)}`);
         expect([cursor, r.status, r.body]).toEqual([cursor, 400, { error: "Invalid cursor" }]);
       }

@@ -94,9 +94,9 @@ describe("GET /blocks", () => {
   it.each([
     ["cursor=garbage", "Invalid cursor"],
     ["cursor=", "Invalid cursor"],
-    ["limit=0", "limit: must be an integer from 1 to 100"],
-    ["limit=101", "limit: must be an integer from 1 to 100"],
-    ["limit=abc", "limit: must be an integer from 1 to 100"],
+    ["limit=0", "limit: must be a whole number from 1 to 100"],
+    ["limit=101", "limit: must be a whole number from 1 to 100"],
+    ["limit=abc", "limit: must be a whole number from 1 to 100"],
     ["ruleId=a&ruleId=b", "ruleId: must be given once, as a string"],
   ])("?%s → 400 %s", async (query, error) => {
     const res = await acct.api("GET", `/api/v1/blocks?${query}`);

@@ -1,8 +1,7 @@
-import { createDkimKey, dkimSelectorFor, newMessageId } from "@mailroom/core";
+import { createDkimKey, dkimSelectorFor, newMessageId, retryDelayMs } from "@mailroom/core";
 import { newId, type PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import type Mail from "nodemailer/lib/mailer";
-import { retryDelayMs } from "./backoff.ts";
 import type { Relay, RelayResult } from "./relay.ts";
 
 export type ForwardDeps = {

@@ -1,4 +1,3 @@
-export * from "./backoff.ts";
 export * from "./env.ts";
 export * from "./forward.ts";
 export * from "./message.ts";

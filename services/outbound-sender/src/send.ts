@@ -1,7 +1,7 @@
+import { retryDelayMs } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { enqueue, type Queue } from "@mailroom/queues";
-import { retryDelayMs } from "./backoff.ts";
 import { buildMail } from "./message.ts";
 import type { Relay } from "./relay.ts";
 

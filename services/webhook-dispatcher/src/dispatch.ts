@@ -1,9 +1,8 @@
-import { emailReceivedPayload, emailView } from "@mailroom/core";
+import { emailReceivedPayload, emailView, retryDelayMs } from "@mailroom/core";
 import { newId, type PrismaClient } from "@mailroom/db";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 import { enqueue, type Queue } from "@mailroom/queues";
-import { retryDelayMs } from "./backoff.ts";
 import type { EndpointSlots } from "./slots.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };

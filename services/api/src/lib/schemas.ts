@@ -165,9 +165,9 @@ export const pageQueryShape = {
     .min(1, "must be a whole number from 1 to 100")
     .max(100, "must be a whole number from 1 to 100")
     .default(50),
+  // No length rule: an empty or malformed cursor is answered by the codec with spec §7's "Invalid cursor".
   cursor: z
     .string({ error: "must be a single string" })
-    .min(1, "must not be empty")
     .optional()
     .describe("opaque; the `nextCursor` of the previous page"),
 };

@@ -4,12 +4,12 @@
  */
 import { z } from "zod";
 import { getAddress, listAddresses, listAddressesQuery } from "../ops/addresses.ts";
-import { getBlock, listBlocks } from "../ops/blocks.ts";
+import { getBlock, listBlocks, listBlocksQuery } from "../ops/blocks.ts";
 import { getDomain, listDomains, listDomainsQuery } from "../ops/domains.ts";
 import { getEmail, getThread, listEmails, listEmailsQuery, listThreads, listThreadsQuery } from "../ops/emails.ts";
 import { getEndpoint, listEndpoints, listEndpointsQuery } from "../ops/endpoints.ts";
 import { getShieldRule, listShieldRules } from "../ops/shield-rules.ts";
-import { asQuery, idInput, pageInput, readTool, type ToolDef } from "./tool.ts";
+import { asQuery, idInput, readTool, type ToolDef } from "./tool.ts";
 
 const PAGED =
   "Newest first. Returns `{ data, nextCursor }`; when `nextCursor` is not null, call again with " +
@@ -124,15 +124,7 @@ export const readTools: ToolDef[] = [
     description:
       "List block records: the envelope (sender, recipient, subject) of each message a shield rule blocked, " +
       `and the rule that blocked it; bodies are never kept. Filter by \`ruleId\`. ${PAGED}`,
-    input: z
-      .object({
-        ...pageInput,
-        ruleId: z
-          .string({ error: "must be a shield rule id" })
-          .optional()
-          .describe("only blocks by this rule (gr_…); works after the rule was deleted"),
-      })
-      .strict(),
+    input: listBlocksQuery,
     run: (ctx, accountId, args) => listBlocks(ctx, accountId, asQuery(args)),
   }),
   readTool({

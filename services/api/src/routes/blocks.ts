@@ -1,16 +1,10 @@
 import { Router } from "express";
-import { z } from "zod";
 import { accountOf } from "../lib/http.ts";
 import { documented } from "../lib/route.ts";
-import { pageOf, pageQueryShape } from "../lib/schemas.ts";
-import { getBlock, listBlocks } from "../ops/blocks.ts";
+import { pageOf } from "../lib/schemas.ts";
+import { getBlock, listBlocks, listBlocksQuery } from "../ops/blocks.ts";
 import type { OpsContext } from "../ops/context.ts";
 import { blockSchema } from "./shield-schemas.ts";
-
-const listBlocksQuery = z.object({
-  ...pageQueryShape,
-  ruleId: z.string().optional().describe("only records of this rule (also after it was deleted)"),
-});
 
 export function blocksRouter(ctx: OpsContext): Router {
   const r = Router();
@@ -24,7 +18,7 @@ export function blocksRouter(ctx: OpsContext): Router {
         responses: { 200: { description: "A page of block records", schema: pageOf(blockSchema) } },
       },
       async (req, res) => {
-        res.json(await listBlocks(ctx, accountOf(req), req.query as Record<string, unknown>));
+        res.json(await listBlocks(ctx, accountOf(req), req.query));
       },
     ),
   );
