@@ -4,9 +4,9 @@
 import { performance } from "node:perf_hooks";
 import { startReceiver, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
+import { startStack } from "../e2e/stack.ts";
 import globalSetup from "../packages/testing/src/global-setup.ts";
 import globalTeardown from "../packages/testing/src/global-teardown.ts";
-import { startStack } from "../e2e/stack.ts";
 
 const total = Number(process.argv[2] ?? 300);
 const connections = Number(process.argv[3] ?? 8);
@@ -15,7 +15,8 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
 };
-const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(1)} ms, p95 ${pct(xs, 95).toFixed(1)} ms, p99 ${pct(xs, 99).toFixed(1)} ms`;
+const fmt = (xs: number[]) =>
+  `p50 ${pct(xs, 50).toFixed(1)} ms, p95 ${pct(xs, 95).toFixed(1)} ms, p99 ${pct(xs, 99).toFixed(1)} ms`;
 
 await globalSetup();
 const stack = await startStack();
@@ -36,7 +37,14 @@ try {
     return { status: 200 };
   });
 
-  const transport = nodemailer.createTransport({ host: "127.0.0.1", port: stack.smtpPort, pool: true, maxConnections: connections, maxMessages: Infinity, ignoreTLS: true });
+  const transport = nodemailer.createTransport({
+    host: "127.0.0.1",
+    port: stack.smtpPort,
+    pool: true,
+    maxConnections: connections,
+    maxMessages: Infinity,
+    ignoreTLS: true,
+  });
   const smtp: number[] = [];
   const body = "Lorem ipsum dolor sit amet. ".repeat(100);
   const started = performance.now();
@@ -54,7 +62,11 @@ try {
     }),
   );
   const acceptedIn = performance.now() - started;
-  await waitFor(async () => receiver.requests.length >= total, { timeoutMs: 300_000, intervalMs: 100, what: "all webhooks" });
+  await waitFor(async () => receiver.requests.length >= total, {
+    timeoutMs: 300_000,
+    intervalMs: 100,
+    what: "all webhooks",
+  });
   const doneIn = performance.now() - started;
   transport.close();
 

@@ -11,14 +11,34 @@ const lock = JSON.parse(readFileSync(path, "utf8"));
 const pkgs = lock.packages;
 
 const OS = ["win32", "darwin", "linux", "android", "freebsd", "openbsd", "netbsd", "sunos", "aix", "openharmony"];
-const CPU = { x64: "x64", arm64: "arm64", ia32: "ia32", arm: "arm", ppc64: "ppc64", s390x: "s390x", loong64: "loong64", riscv64: "riscv64", wasm32: "wasm32", mips64el: "mips64el", ppc64le: "ppc64" };
+const CPU = {
+  x64: "x64",
+  arm64: "arm64",
+  ia32: "ia32",
+  arm: "arm",
+  ppc64: "ppc64",
+  s390x: "s390x",
+  loong64: "loong64",
+  riscv64: "riscv64",
+  wasm32: "wasm32",
+  mips64el: "mips64el",
+  ppc64le: "ppc64",
+};
 
 function platformOf(name) {
   const base = name.split("/").pop();
   const parts = base.split("-");
   const os = OS.find((o) => parts.includes(o) || (o === "win32" && parts.includes("windows")));
-  const cpuKey = parts.find((p) => CPU[p]) ?? (base.includes("x86_64") ? "x64" : undefined) ?? (base.includes("aarch64") ? "arm64" : undefined);
-  const libc = parts.includes("musl") || parts.includes("musleabihf") ? "musl" : parts.includes("gnu") || parts.includes("gnueabihf") ? "glibc" : undefined;
+  const cpuKey =
+    parts.find((p) => CPU[p]) ??
+    (base.includes("x86_64") ? "x64" : undefined) ??
+    (base.includes("aarch64") ? "arm64" : undefined);
+  const libc =
+    parts.includes("musl") || parts.includes("musleabihf")
+      ? "musl"
+      : parts.includes("gnu") || parts.includes("gnueabihf")
+        ? "glibc"
+        : undefined;
   return { os, cpu: cpuKey ? CPU[cpuKey] : undefined, libc };
 }
 
@@ -40,6 +60,8 @@ for (const [where, meta] of Object.entries(pkgs)) {
     added++;
   }
 }
-lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b))));
+lock.packages = Object.fromEntries(
+  Object.entries(pkgs).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b))),
+);
 writeFileSync(path, `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`lock-optional-platforms: added ${added} optional platform entries`);
