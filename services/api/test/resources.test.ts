@@ -257,7 +257,7 @@ describe("REST resources: domains, addresses, endpoints, account", () => {
       [{ timeoutSeconds: 2.5 }, "timeoutSeconds: must be a whole number"],
       [{ maxAttempts: 0 }, "maxAttempts: must be 1 to 10"],
       [{ maxAttempts: 11 }, "maxAttempts: must be 1 to 10"],
-      [{ type: "teams" }, "type: must be slack or discord (omit for a webhook)"],
+      [{ type: "teams" }, "type: must be slack, discord or email (omit for a webhook)"],
       [{ name: "" }, "name: must not be empty"],
       [{ name: "x".repeat(101) }, "name: must be at most 100 characters"],
       [{ headers: { "Content-Type": "text/plain" } }, "headers.Content-Type: is reserved and cannot be overridden"],

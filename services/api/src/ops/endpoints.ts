@@ -87,7 +87,12 @@ export const createEndpointSchema = z
     headers: headersSchema.optional(),
     timeoutSeconds: timeoutSchema.optional().describe("default 10"),
     maxAttempts: maxAttemptsSchema.optional().describe("default 5; first attempt plus retries"),
-    type: z.enum(["webhook", "slack", "discord"], "must be slack or discord (omit for a webhook)").optional(),
+    // "email" bodies are diverted to ops/email-endpoints.ts (url: mailto:…) before this schema runs;
+    // it is listed so that the message and the OpenAPI document name every type.
+    type: z
+      .enum(["webhook", "slack", "discord", "email"], "must be slack, discord or email (omit for a webhook)")
+      .optional()
+      .describe("slack or discord: url is the channel's incoming-webhook URL; email: url is mailto:<address>"),
   })
   .strict();
 
