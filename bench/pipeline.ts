@@ -37,6 +37,22 @@ try {
     return { status: 200 };
   });
 
+  const transportOpts = { host: "127.0.0.1", port: stack.smtpPort, ignoreTLS: true } as const;
+  // Warm-up (not measured): worker threads, connection pools and JIT, as on a server that has been running.
+  const warm = nodemailer.createTransport(transportOpts);
+  for (let i = 0; i < 20; i++) {
+    await warm.sendMail({
+      from: "warm@sender.example",
+      to: "in@bench-example.com",
+      subject: `warm ${i}`,
+      text: "warm",
+    });
+  }
+  await waitFor(async () => receiver.requests.length >= 20, { timeoutMs: 60_000, what: "warm-up webhooks" });
+  warm.close();
+  receiver.requests.length = 0;
+  const measuredAfter = new Date();
+
   const transport = nodemailer.createTransport({
     host: "127.0.0.1",
     port: stack.smtpPort,
@@ -74,6 +90,23 @@ try {
   console.log(`smtp accept: ${(total / (acceptedIn / 1000)).toFixed(1)} msg/s; latency ${fmt(smtp)}`);
   console.log(`end to end (SMTP → webhook): ${(total / (doneIn / 1000)).toFixed(1)} msg/s; latency ${fmt(e2e)}`);
   console.log(`webhook POSTs received: ${receiver.requests.length} (duplicates: ${receiver.requests.length - total})`);
+
+  // Where the time goes, from the rows' own timestamps.
+  const emails = await stack.prisma.email.findMany({
+    where: { receivedAt: { gte: measuredAfter } },
+    select: {
+      createdAt: true,
+      receivedAt: true,
+      deliveries: { select: { createdAt: true, attempts: { select: { startedAt: true, finishedAt: true } } } },
+    },
+  });
+  const ruleEngine = emails.map((e) => e.createdAt.getTime() - e.receivedAt.getTime());
+  const attempts = emails.flatMap((e) => e.deliveries.flatMap((d) => d.attempts.map((a) => ({ d, a }))));
+  const queued = attempts.map(({ d, a }) => a.startedAt.getTime() - d.createdAt.getTime());
+  const post = attempts.map(({ a }) => a.finishedAt.getTime() - a.startedAt.getTime());
+  console.log(`stage: spooled → stored (rule engine incl. queue wait): ${fmt(ruleEngine)}`);
+  console.log(`stage: stored → attempt started (delivery queue wait): ${fmt(queued)}`);
+  console.log(`stage: webhook POST: ${fmt(post)}`);
 } finally {
   await receiver.close();
   await stack.close();
