@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { migrate, migrationsDir } from "../../db/src/index.ts";
 import { DEFAULT_TEST_DATABASE_URL, DEFAULT_TEST_REDIS_URL, reachable, withDatabase } from "./servers.ts";
 
@@ -22,6 +23,7 @@ export default async function globalSetup(): Promise<void> {
     redisUrl = await RedisContainer();
   }
 
+  await dropStaleRuns(databaseUrl);
   const template = `mailroom_test_${runId}_tpl`;
   await migrate(withDatabase(databaseUrl, template), migrationsDir);
 
@@ -29,4 +31,27 @@ export default async function globalSetup(): Promise<void> {
   process.env.MAILROOM_TEST_PG = databaseUrl;
   process.env.MAILROOM_TEST_TEMPLATE = template;
   process.env.MAILROOM_TEST_REDIS = redisUrl;
+}
+
+/**
+ * A run killed before its teardown (CI time-out, ^C) leaves its databases behind on the shared
+ * server. Run ids start with their start time in base 36; drop what is older than six hours.
+ */
+async function dropStaleRuns(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: withDatabase(databaseUrl, "postgres") });
+  await client.connect();
+  try {
+    const rows = await client.query<{ datname: string }>(
+      "SELECT datname FROM pg_database WHERE datname LIKE 'mailroom\\_test\\_%'",
+    );
+    const cutoff = Date.now() - 6 * 3600_000;
+    for (const { datname } of rows.rows) {
+      const started = Number.parseInt(datname.split("_")[2]?.slice(0, 8) ?? "", 36);
+      if (Number.isFinite(started) && started < cutoff) {
+        await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => undefined);
+      }
+    }
+  } finally {
+    await client.end();
+  }
 }
