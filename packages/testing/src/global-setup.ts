@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { migrate, migrationsDir } from "../../db/src/index.ts";
 import { DEFAULT_TEST_DATABASE_URL, DEFAULT_TEST_REDIS_URL, reachable, withDatabase } from "./servers.ts";
@@ -24,6 +25,7 @@ export default async function globalSetup(): Promise<void> {
   }
 
   await dropStaleRuns(databaseUrl);
+  await dropStaleRedisKeys(redisUrl);
   const template = `mailroom_test_${runId}_tpl`;
   await migrate(withDatabase(databaseUrl, template), migrationsDir);
 
@@ -53,5 +55,25 @@ async function dropStaleRuns(databaseUrl: string): Promise<void> {
     }
   } finally {
     await client.end();
+  }
+}
+
+/** The same for Redis keys (`mailroom-test:<runId>:…`) of runs that never cleaned up. */
+async function dropStaleRedisKeys(redisUrl: string): Promise<void> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  const cutoff = Date.now() - 6 * 3600_000;
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", "mailroom-test:*", "COUNT", 1000);
+      cursor = next;
+      const stale = keys.filter((k) => {
+        const started = Number.parseInt(k.split(":")[1]?.slice(0, 8) ?? "", 36);
+        return Number.isFinite(started) && started < cutoff;
+      });
+      if (stale.length) await redis.del(...stale);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
   }
 }
