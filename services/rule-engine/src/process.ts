@@ -131,8 +131,31 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
     // Stored earlier, but the delivery jobs may not have reached Redis: queue them again (idempotent).
     const email = await prisma.email.findUnique({ where: { spoolRecipientId }, select: { id: true } });
     if (email) await enqueuePendingDeliveries(deps, email.id);
+    // Blocked or dropped earlier, but the process may have died before the raw bytes were purged.
+    else await purgeSpoolIfUnused(prisma, rcpt.spoolId);
     return { outcome: "skipped", reason: `already ${rcpt.status}` };
   }
+
+  // The account, domain or address may have been deleted since the message was accepted. Without
+  // this check the Email insert fails its foreign keys on every retry, for ever.
+  const [account, domain, address] = await Promise.all([
+    prisma.account.findUnique({ where: { id: rcpt.accountId }, select: { id: true } }),
+    prisma.domain.findUnique({ where: { id: rcpt.domainId }, select: { id: true } }),
+    rcpt.addressId
+      ? prisma.address.findUnique({ where: { id: rcpt.addressId }, select: { localPart: true } })
+      : Promise.resolve(null),
+  ]);
+  if (!account) {
+    const claimed = await prisma.spoolRecipient.updateMany({
+      where: { id: rcpt.id, status: "pending" },
+      data: { status: "dropped", processedAt: new Date() },
+    });
+    await purgeSpoolIfUnused(prisma, rcpt.spoolId);
+    return { outcome: "skipped", reason: claimed.count ? "account deleted" : "processed concurrently" };
+  }
+  // Kept (accepted mail is never lost) but, as for an email stored just before the deletion, without
+  // the deleted domain/address and without deliveries to what they routed to.
+  const orphaned = !domain || (rcpt.addressId !== null && !address);
 
   const raw = rcpt.spool.raw;
   const spoolMeta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
@@ -190,10 +213,7 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
       : { outcome: "skipped", reason: "processed concurrently" };
   }
 
-  const endpointIds = await destinations(prisma, rcpt, decision);
-  const address = rcpt.addressId
-    ? await prisma.address.findUnique({ where: { id: rcpt.addressId }, select: { localPart: true } })
-    : null;
+  const endpointIds = orphaned ? [] : await destinations(prisma, rcpt, decision);
   const windowMs = deps.dedupeWindowMs ?? DAY_MS;
   const stored = await prisma.$transaction(async (tx) => {
     // Serialises the duplicate check for one (account, recipient, Message-ID) across workers.
@@ -222,8 +242,8 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
       data: {
         id: emailId,
         accountId: rcpt.accountId,
-        domainId: rcpt.domainId,
-        addressId: rcpt.addressId,
+        domainId: domain ? rcpt.domainId : null,
+        addressId: address ? rcpt.addressId : null,
         threadId,
         direction: "inbound",
         messageId: email.messageId,

@@ -21,17 +21,44 @@ export async function sweepPendingRecipients(
   });
   let requeued = 0;
   for (const { id } of stale) {
-    const job = await queue.getJob(id);
-    if (job) {
-      if (await job.isFailed()) {
-        await job.retry();
-        requeued++;
+    try {
+      const job = await queue.getJob(id);
+      if (job) {
+        // BullMQ gave up on it (its attempts ran out, e.g. while Postgres was down): a fresh budget.
+        if (await job.isFailed()) {
+          await job.retry("failed", { resetAttemptsMade: true });
+          requeued++;
+        }
+        continue;
       }
-      continue;
+      await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id });
+      requeued++;
+    } catch (err) {
+      // One recipient (e.g. retried by another sweeper a moment ago) must not stop the pass.
+      logger.warn({ spoolRecipientId: id, err: (err as Error).message }, "could not re-queue recipient");
     }
-    await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id });
-    requeued++;
   }
   if (requeued) logger.warn({ requeued }, "re-queued spooled recipients whose jobs were missing");
   return requeued;
+}
+
+/**
+ * Raw bytes that nothing needs any more: every recipient blocked, a duplicate or dropped, and no
+ * Email refers to them. processRecipient purges them itself; this catches a process that died
+ * between recording the verdict and purging.
+ */
+export async function purgeUnusedSpools(
+  prisma: PrismaClient,
+  logger: Logger,
+  { olderThanMs = 120_000, now = new Date() } = {},
+): Promise<number> {
+  const { count } = await prisma.spooledMessage.deleteMany({
+    where: {
+      receivedAt: { lt: new Date(now.getTime() - olderThanMs) },
+      recipients: { none: { status: "pending" } },
+      emails: { none: {} },
+    },
+  });
+  if (count) logger.info({ purged: count }, "purged spooled messages no recipient needs");
+  return count;
 }

@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { createParser } from "./parse.ts";
 import { type ProcessDeps, processRecipient } from "./process.ts";
 import { createShield } from "./shield.ts";
-import { sweepPendingRecipients } from "./sweeper.ts";
+import { purgeUnusedSpools, sweepPendingRecipients } from "./sweeper.ts";
 
 export type RuleEngine = { worker: Worker; close(): Promise<void> };
 
@@ -38,10 +38,17 @@ export function startRuleEngine(
   // Without a listener an "error" (e.g. Redis restarting under a running job) would be thrown.
   worker.on("error", (err) => deps.logger.warn({ err: err.message }, "inbound worker error"));
   worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed"));
+  let sweeping = false;
   const timer = setInterval(() => {
-    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, {
-      ...(deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {}),
-    }).catch((err) => deps.logger.warn({ err: (err as Error).message }, "sweep failed"));
+    if (sweeping) return; // one pass at a time
+    sweeping = true;
+    const age = deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {};
+    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, age)
+      .then(() => purgeUnusedSpools(deps.prisma, deps.logger, age))
+      .catch((err) => deps.logger.warn({ err: (err as Error).message }, "sweep failed"))
+      .finally(() => {
+        sweeping = false;
+      });
   }, deps.sweepIntervalMs);
   timer.unref();
   return {
