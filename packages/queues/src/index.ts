@@ -3,3 +3,4 @@ export { UnrecoverableError } from "bullmq";
 export * from "./catalog.ts";
 export * from "./queues.ts";
 export * from "./redis.ts";
+export * from "./retry.ts";

@@ -2,7 +2,7 @@ import { emailReceivedPayload, emailView, retryDelayMs } from "@mailroom/core";
 import { newId, type PrismaClient } from "@mailroom/db";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type Queue } from "@mailroom/queues";
+import { enqueue, type Queue, retryFor } from "@mailroom/queues";
 import type { EndpointSlots } from "./slots.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
@@ -18,6 +18,8 @@ export type DispatchDeps = {
   backoffUnitMs: number;
   /** Per-endpoint concurrency limit; without it every attempt goes ahead. */
   slots?: EndpointSlots;
+  /** How long recording a made attempt is retried while Postgres is unreachable (default 2 min). */
+  recordDeadlineMs?: number;
   now?: () => Date;
 };
 
@@ -37,6 +39,7 @@ export type AttemptOutcome =
 const EARLY_TOLERANCE_MS = 500;
 /** A slot lease outlives the longest attempt (30 s timeout + DNS) so a crashed worker frees it. */
 const SLOT_LEASE_MARGIN_MS = 15_000;
+const RECORD_DEADLINE_MS = 120_000;
 
 /**
  * One delivery attempt (DESIGN.md §3.3). The Delivery row is the source of truth: the attempt is
@@ -82,6 +85,26 @@ export async function attemptDelivery(
     return { outcome: "busy" };
   }
 
+  // Claim the attempt in Postgres before sending: nextAttemptAt moves to the end of a lease that
+  // outlives the request. A second job for this attempt (the sweeper re-queued it after Redis lost
+  // the running one, or BullMQ wrongly took the running one for stalled) finds the claim and waits
+  // for the lease instead of POSTing concurrently; if this worker dies, the lease runs out and the
+  // attempt is made again.
+  const leaseUntil = new Date(now().getTime() + timeoutMs + SLOT_LEASE_MARGIN_MS);
+  const claim = await prisma.delivery
+    .updateMany({
+      where: { id: d.id, attemptCount: d.attemptCount, status: d.status, nextAttemptAt: d.nextAttemptAt },
+      data: { nextAttemptAt: leaseUntil },
+    })
+    .catch(async (err) => {
+      await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
+      throw err;
+    });
+  if (claim.count === 0) {
+    await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
+    return { outcome: "early", nextAttemptAt: leaseUntil };
+  }
+
   let result: SendResult;
   let startedAt: Date;
   let finishedAt: Date;
@@ -113,33 +136,41 @@ export async function attemptDelivery(
   const status = verdict.ok ? "delivered" : exhausted ? "dead" : "retrying";
   const error = verdict.ok ? null : gone ? "HTTP 410 (endpoint gone: no further attempts)" : verdict.error;
 
-  const recorded = await prisma.$transaction(async (tx) => {
-    const claimed = await tx.delivery.updateMany({
-      where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
-      data: {
-        attemptCount: attempt,
-        status,
-        nextAttemptAt,
-        lastStatusCode: result.status,
-        lastError: error,
-        deliveredAt: verdict.ok ? finishedAt : null,
-      },
+  // The request went out; now it must be recorded. Postgres being briefly away must not fail the job
+  // (its retry would POST again), so keep trying for a while.
+  const record = () =>
+    prisma.$transaction(async (tx) => {
+      const claimed = await tx.delivery.updateMany({
+        where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
+        data: {
+          attemptCount: attempt,
+          status,
+          nextAttemptAt,
+          lastStatusCode: result.status,
+          lastError: error,
+          deliveredAt: verdict.ok ? finishedAt : null,
+        },
+      });
+      if (claimed.count === 0) return false;
+      await tx.deliveryAttempt.create({
+        data: {
+          id: newId("deliveryAttempt"),
+          deliveryId: d.id,
+          number: attempt,
+          statusCode: result.status,
+          durationMs: result.durationMs,
+          error,
+          responseBody: result.body.slice(0, 4096),
+          startedAt,
+          finishedAt,
+        },
+      });
+      return true;
     });
-    if (claimed.count === 0) return false;
-    await tx.deliveryAttempt.create({
-      data: {
-        id: newId("deliveryAttempt"),
-        deliveryId: d.id,
-        number: attempt,
-        statusCode: result.status,
-        durationMs: result.durationMs,
-        error,
-        responseBody: result.body.slice(0, 4096),
-        startedAt,
-        finishedAt,
-      },
-    });
-    return true;
+  const recorded = await retryFor(record, {
+    deadlineMs: deps.recordDeadlineMs ?? RECORD_DEADLINE_MS,
+    onRetry: (err, n) =>
+      n === 1 && deps.logger.warn({ deliveryId, attempt, err: (err as Error).message }, "recording attempt; retrying"),
   });
   if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
 

@@ -62,6 +62,8 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     { connection: opts.connection, prefix: opts.prefix, concurrency: opts.concurrency },
   );
   worker.on("failed", (job, err) => opts.logger.warn({ jobId: job?.id, err: err.message }, "delivery job failed"));
+  // Without a listener an "error" (e.g. Redis restarting under a running job) is thrown and kills the process.
+  worker.on("error", (err) => opts.logger.warn({ err: err.message }, "delivery worker error"));
 
   let sweeping: Promise<number> | null = null;
   const sweep = () => {
