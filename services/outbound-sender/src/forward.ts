@@ -1,6 +1,7 @@
 import { createDkimKey, dkimSelectorFor, newMessageId, retryDelayMs } from "@mailroom/core";
 import { newId, type PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
+import { retryFor } from "@mailroom/queues";
 import type Mail from "nodemailer/lib/mailer";
 import type { Relay, RelayResult } from "./relay.ts";
 
@@ -104,34 +105,37 @@ export async function attemptForward(deps: ForwardDeps, deliveryId: string): Pro
   const nextAttemptAt = final
     ? null
     : new Date(finishedAt.getTime() + retryDelayMs(attempt - d.attemptBase, deps.backoffUnitMs));
-  const recorded = await prisma.$transaction(async (tx) => {
-    const r = await tx.delivery.updateMany({
-      where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
-      data: {
-        attemptCount: attempt,
-        status,
-        nextAttemptAt,
-        lastStatusCode: result.code,
-        lastError: result.ok ? null : result.reply,
-        deliveredAt: result.ok ? finishedAt : null,
-      },
-    });
-    if (r.count === 0) return false;
-    await tx.deliveryAttempt.create({
-      data: {
-        id: newId("deliveryAttempt"),
-        deliveryId: d.id,
-        number: attempt,
-        statusCode: result.code,
-        durationMs: finishedAt.getTime() - startedAt.getTime(),
-        error: result.ok ? null : result.reply,
-        responseBody: result.reply.slice(0, 4096),
-        startedAt,
-        finishedAt,
-      },
-    });
-    return true;
-  });
+  // Handed over (or refused): record it, retrying through a Postgres blip rather than forwarding again.
+  const recorded = await retryFor(() =>
+    prisma.$transaction(async (tx) => {
+      const r = await tx.delivery.updateMany({
+        where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
+        data: {
+          attemptCount: attempt,
+          status,
+          nextAttemptAt,
+          lastStatusCode: result.code,
+          lastError: result.ok ? null : result.reply,
+          deliveredAt: result.ok ? finishedAt : null,
+        },
+      });
+      if (r.count === 0) return false;
+      await tx.deliveryAttempt.create({
+        data: {
+          id: newId("deliveryAttempt"),
+          deliveryId: d.id,
+          number: attempt,
+          statusCode: result.code,
+          durationMs: finishedAt.getTime() - startedAt.getTime(),
+          error: result.ok ? null : result.reply,
+          responseBody: result.reply.slice(0, 4096),
+          startedAt,
+          finishedAt,
+        },
+      });
+      return true;
+    }),
+  );
   if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
   deps.logger.info({ deliveryId, attempt, status, reply: result.reply }, "forward attempt");
   return nextAttemptAt

@@ -1,7 +1,7 @@
 import { retryDelayMs } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type Queue } from "@mailroom/queues";
+import { enqueue, type Queue, retryFor } from "@mailroom/queues";
 import { buildMail } from "./message.ts";
 import type { Relay } from "./relay.ts";
 
@@ -68,15 +68,19 @@ export async function attemptSend(deps: SenderDeps, emailId: string): Promise<Se
   const final = result.ok || result.permanent || attempt >= deps.maxAttempts;
   const status = result.ok ? "sent" : final ? "failed" : "retrying";
   const nextAttemptAt = final ? null : new Date(finishedAt.getTime() + retryDelayMs(attempt, deps.backoffUnitMs));
-  const recorded = await prisma.email.updateMany({
-    where: { id: email.id, sendAttempts: attempt, sendStatus: "sending" },
-    data: {
-      sendStatus: status,
-      sendNextAttemptAt: nextAttemptAt,
-      sendLastReply: result.reply,
-      sentAt: result.ok ? finishedAt : null,
-    },
-  });
+  // The relay has the message (or refused it); a Postgres blip now must not leave the row `sending`
+  // until its lease runs out and the message is handed over a second time.
+  const recorded = await retryFor(() =>
+    prisma.email.updateMany({
+      where: { id: email.id, sendAttempts: attempt, sendStatus: "sending" },
+      data: {
+        sendStatus: status,
+        sendNextAttemptAt: nextAttemptAt,
+        sendLastReply: result.reply,
+        sentAt: result.ok ? finishedAt : null,
+      },
+    }),
+  );
   if (recorded.count === 0) return { outcome: "skipped", reason: "attempt outlived its lease" };
   deps.logger.info({ emailId, attempt, status, reply: result.reply }, "outbound attempt");
 

@@ -28,6 +28,7 @@ export function startOutboundSender(
     { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency },
   );
   worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "outbound job failed"));
+  worker.on("error", (err) => deps.logger.warn({ err: err.message }, "outbound worker error"));
   const timer = setInterval(() => {
     sweepOutbound(deps.prisma, deps.queue, deps.logger).catch((err) =>
       deps.logger.warn({ err: (err as Error).message }, "outbound sweep failed"),
