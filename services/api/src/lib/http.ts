@@ -49,6 +49,16 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(415).json({ error: "body: unsupported encoding" });
       return;
     }
+    // Any other client error body-parser reports (a gzip/deflate/br body that does not decompress,
+    // a body shorter than its Content-Length, …) is the caller's, not a 500.
+    const clientError = err as { expose?: boolean; code?: string };
+    if (clientError.expose === true && typeof e.status === "number" && e.status >= 400 && e.status < 500) {
+      const message = clientError.code?.startsWith("Z_")
+        ? `body: could not be decoded as ${req.header("content-encoding") ?? "declared"} (${e.message})`
+        : `body: ${e.message}`;
+      res.status(e.status).json({ error: message });
+      return;
+    }
     logger.error({ err, requestId, method: req.method, path: req.path }, "unhandled error");
     res.status(500).json({ error: `Internal server error (request ${requestId})` });
   };
