@@ -90,6 +90,7 @@ export function createApp(deps: AppDeps): Express {
     "/api/v1",
     authMiddleware(deps.prisma),
     rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
+    answerOptions(allRoutes),
     outboundBodyParser(),
     express.json({ limit: deps.bodyLimit, type: () => true }),
     v1Router(deps),
@@ -106,6 +107,21 @@ export function createApp(deps: AppDeps): Express {
   app.use(notFoundOrMethodNotAllowed(allRoutes));
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/**
+ * OPTIONS (a write for the scope check, spec §5.5, so it reaches here only with a full-access key):
+ * 204 with `Allow` on a known path. Express would answer 200 with a text/plain method list, and a
+ * success response of this API is JSON or empty. An unknown path falls through to 404.
+ */
+function answerOptions(routes: () => RegisteredRoute[]): RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== "OPTIONS") return next();
+    const allow = allowedMethods(routes(), `${req.baseUrl}${req.path}`);
+    if (allow.length === 0) return next();
+    res.setHeader("Allow", allow.join(", "));
+    res.status(204).end();
+  };
 }
 
 /** 405 with `Allow` when the path exists under another method, else 404. */
