@@ -145,6 +145,23 @@ export async function seedAccount(stack: Stack, acct: TestAccount, domain: strin
       endpointId: r.endpointId,
       maxAttempts: 5,
       status: "dead",
+      attemptCount: 1,
+      lastStatusCode: 500,
+      lastError: "HTTP 500",
+    },
+  });
+  // One attempt, so nested timestamps (startedAt, finishedAt) are in every delivery response.
+  await stack.prisma.deliveryAttempt.create({
+    data: {
+      id: newId("deliveryAttempt"),
+      deliveryId,
+      number: 1,
+      statusCode: 500,
+      durationMs: 12,
+      error: "HTTP 500",
+      responseBody: "oops",
+      startedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, 0)),
+      finishedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, 12)),
     },
   });
   const blockId = newId("block");

@@ -5,6 +5,7 @@ import addFormats from "ajv-formats";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import { openApiPath } from "../src/lib/openapi.ts";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/routes-walk.ts";
+import { timestamp } from "../src/lib/schemas.ts";
 import { concrete, type Fixture, http, seedAccount } from "./helpers.ts";
 
 const V = "/api/v1";
@@ -17,6 +18,18 @@ const WRITES: Record<string, (f: Fixture) => unknown> = {
   "PATCH /addresses/:id": () => ({ active: false }),
   "POST /endpoints": () => ({ url: "http://127.0.0.1:9/new", headers: { "X-A": "1" } }),
   "PATCH /endpoints/:id": () => ({ name: "renamed" }),
+  "POST /endpoints/:id/test": () => undefined,
+  "POST /endpoints/:id/rotate-secret": () => undefined,
+  "POST /deliveries/:id/retry": () => undefined,
+  "POST /shield-rules": (f) => ({
+    name: "oa",
+    action: "route",
+    conditions: [{ field: "has_attachment", operator: "is_true" }],
+    endpointIds: [f.endpointId],
+    domainId: f.domainId,
+  }),
+  "PATCH /shield-rules/:id": () => ({ enabled: false }),
+  "POST /shield-rules/test": () => ({ from: "a@sender.example", to: "info@openapi.example.com", subject: "x" }),
 };
 
 describe("OpenAPI 3.1 document", () => {
@@ -110,10 +123,10 @@ describe("OpenAPI 3.1 document", () => {
     for (const route of routes) {
       const body = WRITES[`${route.method} ${route.path.replace(V, "")}`];
       if (!body) continue;
+      const json = body(f);
       const res = await http(stack, route.method, concrete(route.path, f), {
         key: acct.key,
-        body: JSON.stringify(body(f)),
-        headers: { "content-type": "application/json" },
+        ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { "content-type": "application/json" } }),
       });
       check(route, res);
     }
@@ -122,12 +135,17 @@ describe("OpenAPI 3.1 document", () => {
     check(routes.find((r) => r.method === "GET" && r.path === `${V}/domains/:id`)!, err);
     const deleted = await http(stack, "DELETE", `${V}/addresses/${f.addressId}`, { key: acct.key });
     check(routes.find((r) => r.method === "DELETE" && r.path === `${V}/addresses/:id`)!, deleted);
-    expect(checked.length).toBeGreaterThanOrEqual(20);
+    expect(checked.length).toBeGreaterThanOrEqual(26);
   });
 
   it("a schema mismatch is caught (the check can fail)", () => {
     const route = routes.find((r) => r.method === "GET" && r.path === `${V}/domains/:id`)!;
     const zod = route.doc!.responses[200]!.schema!;
     expect(zod.safeParse({ id: "dom_x", unexpected: true }).success).toBe(false);
+    // Timestamps must be UTC with exactly three fractional digits (spec §2), not just any ISO 8601.
+    expect(timestamp.safeParse("2026-01-31T12:00:00.000Z").success).toBe(true);
+    for (const bad of ["2026-01-31T12:00:00Z", "2026-01-31T12:00:00.0Z", "2026-01-31T12:00:00.000+01:00"]) {
+      expect([bad, timestamp.safeParse(bad).success]).toEqual([bad, false]);
+    }
   });
 });

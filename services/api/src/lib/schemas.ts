@@ -5,7 +5,8 @@ import { z } from "zod";
  * test that checks every documented shape against what the routes actually return. Objects are
  * strict so that an undocumented extra field is caught too.
  */
-const timestamp = z.iso.datetime().describe("ISO 8601 UTC timestamp with milliseconds");
+/** Spec §2: ISO 8601, UTC (`Z`), exactly three fractional digits — what `Date#toISOString` gives. */
+export const timestamp = z.iso.datetime({ precision: 3 }).describe("ISO 8601 UTC timestamp with milliseconds");
 const id = (prefix: string) =>
   z
     .string()

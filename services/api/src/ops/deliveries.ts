@@ -3,7 +3,7 @@ import { enqueue, type Queue } from "@mailroom/queues";
 import { z } from "zod";
 import { parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
-import { pageQueryShape } from "../lib/schemas.ts";
+import { pageQueryShape, timestamp } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 
 /**
@@ -11,7 +11,6 @@ import type { OpsContext } from "./context.ts";
  * its attempts (the `X-Service-Delivery-Id` header), its row the source of truth for the schedule.
  */
 
-const timestamp = z.iso.datetime();
 export const deliveryStatus = z.enum(["pending", "retrying", "delivered", "dead"]);
 
 export const deliverySchema = z.strictObject({

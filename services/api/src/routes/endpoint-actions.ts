@@ -1,15 +1,14 @@
 import { Router } from "express";
-import { z } from "zod";
 import { accountOf } from "../lib/http.ts";
 import { documented } from "../lib/route.ts";
-import { endpointWithSecretSchema, idParams } from "../lib/schemas.ts";
+import { endpointWithSecretSchema, idParams, timestamp } from "../lib/schemas.ts";
 import type { OpsContext } from "../ops/context.ts";
 import { endpointTestResultSchema, rotateEndpointSecret, testEndpoint } from "../ops/endpoint-actions.ts";
 
 const tag = "Endpoints";
 
 const rotatedSchema = endpointWithSecretSchema.extend({
-  previousSecretExpiresAt: z.iso.datetime().describe("until then the previous secret signs too (two v1= entries)"),
+  previousSecretExpiresAt: timestamp.describe("until then the previous secret signs too (two v1= entries)"),
 });
 
 export function endpointActionsRouter(ctx: OpsContext): Router {

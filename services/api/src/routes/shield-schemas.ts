@@ -1,8 +1,8 @@
 import { CONDITION_FIELDS, CONDITION_OPERATORS, RULE_ACTIONS } from "@mailroom/core";
 import { z } from "zod";
+import { timestamp } from "../lib/schemas.ts";
 
 /** Response shapes of the shield-rule and block routes, for the OpenAPI document and the tests. */
-const timestamp = z.iso.datetime().describe("ISO 8601 UTC timestamp with milliseconds");
 const id = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[0-9A-Za-z]+$`));
 
 export const conditionViewSchema = z.strictObject({
