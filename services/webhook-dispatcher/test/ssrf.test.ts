@@ -104,6 +104,34 @@ describe("delivery-time SSRF guard", () => {
     await guarded.close();
   });
 
+  it("Slack and Discord destinations are guarded the same way (a name that turned private)", async () => {
+    const guarded = h.dispatcher({ allowPrivate: false });
+    try {
+      for (const type of ["slack", "discord"] as const) {
+        const ep = await seedEndpoint(h.prisma, s, {
+          url: `http://internal.test:${port}/${type}`,
+          type,
+          maxAttempts: 1,
+        });
+        const d = await seedDelivery(h.prisma, s, ep);
+        await queueFirstAttempt(h.queue, d.id);
+        const done = await waitFor(
+          async () => {
+            const r = await h.prisma.delivery.findUnique({ where: { id: d.id } });
+            return r?.status === "dead" ? r : null;
+          },
+          { what: `${type} delivery dead` },
+        );
+        expect(done.lastError).toBe(
+          "non-public URL: internal.test resolves to 127.0.0.1: loopback address (127.0.0.0/8)",
+        );
+      }
+      expect(receiver.requests).toHaveLength(0);
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it("a redirect towards a private address is a failed attempt and is not followed", async () => {
     // The first hop must be reachable, i.e. a loopback receiver: this dispatcher allows private
     // destinations, so only the no-redirect rule stands between the receiver and the target.
