@@ -64,7 +64,9 @@ describe("shield rule scopes end to end", () => {
     waitFor(
       async () => {
         const rows = await stack.prisma.spoolRecipient.findMany({ where: { spoolId } });
-        return rows.length === n && rows.every((r) => r.status !== "pending") ? rows : undefined;
+        return rows.length === n && rows.every((r) => r.status !== "pending" && r.status !== "storing")
+          ? rows
+          : undefined;
       },
       { what: `recipients of ${spoolId} processed` },
     );

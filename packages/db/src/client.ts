@@ -1,4 +1,5 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "./generated/client.ts";
 
 export { Prisma } from "./generated/client.ts";
@@ -12,12 +13,26 @@ export type DbOptions = {
   connectionTimeoutMillis?: number;
 };
 
-/** The one way services get a Prisma client: Prisma 7 on the node-postgres driver adapter. */
+const pools = new WeakMap<PrismaClient, pg.Pool>();
+
+/**
+ * The one way services get a Prisma client: Prisma 7 on the node-postgres driver adapter, over a
+ * pool we own, so that large bytea values can bypass Prisma (see blobs.ts) on the same connections.
+ */
 export function createPrisma(databaseUrl: string, options: DbOptions = {}): PrismaClient {
-  const adapter = new PrismaPg({
+  const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5_000,
   });
-  return new PrismaClient({ adapter });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+  pools.set(prisma, pool);
+  return prisma;
+}
+
+/** The node-postgres pool under a client made by createPrisma. */
+export function poolOf(prisma: PrismaClient): pg.Pool {
+  const pool = pools.get(prisma);
+  if (!pool) throw new Error("poolOf: this PrismaClient was not made by createPrisma");
+  return pool;
 }

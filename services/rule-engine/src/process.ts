@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { newId, type Prisma, type PrismaClient } from "@mailroom/db";
+import { newId, type Prisma, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { enqueue, type Queue } from "@mailroom/queues";
 import { createParser, generatedMessageId, type ParsedEmail, type Parser } from "./parse.ts";
@@ -125,12 +125,24 @@ function plusTag(recipient: string, addressLocalPart: string | null): string | n
  */
 export async function processRecipient(deps: ProcessDeps, spoolRecipientId: string): Promise<ProcessResult> {
   const { prisma } = deps;
-  const rcpt = await prisma.spoolRecipient.findUnique({ where: { id: spoolRecipientId }, include: { spool: true } });
+  const rcpt = await prisma.spoolRecipient.findUnique({
+    where: { id: spoolRecipientId },
+    // Everything but the raw bytes, which are read below around Prisma (packages/db/src/blobs.ts).
+    include: {
+      spool: {
+        select: { id: true, mailFrom: true, remoteIp: true, helo: true, size: true, sha256: true, receivedAt: true },
+      },
+    },
+  });
   if (!rcpt) return { outcome: "skipped", reason: "recipient no longer spooled" };
   if (rcpt.status !== "pending") {
     // Stored earlier, but the delivery jobs may not have reached Redis: queue them again (idempotent).
     const email = await prisma.email.findUnique({ where: { spoolRecipientId }, select: { id: true } });
-    if (email) await enqueuePendingDeliveries(deps, email.id);
+    if (email) {
+      // The process may have died before the attachment bytes were written.
+      if (rcpt.status === "storing") await resumeStoring(deps, rcpt.id, email.id, rcpt.spoolId);
+      await enqueuePendingDeliveries(deps, email.id);
+    }
     // Blocked or dropped earlier, but the process may have died before the raw bytes were purged.
     else await purgeSpoolIfUnused(prisma, rcpt.spoolId);
     return { outcome: "skipped", reason: `already ${rcpt.status}` };
@@ -157,7 +169,9 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
   // the deleted domain/address and without deliveries to what they routed to.
   const orphaned = !domain || (rcpt.addressId !== null && !address);
 
-  const raw = rcpt.spool.raw;
+  // In a SharedArrayBuffer, so the parser thread reads these bytes without a copy of its own.
+  const raw = await readBytea(poolOf(prisma), RAW, rcpt.spoolId, { shared: true });
+  if (!raw) return { outcome: "skipped", reason: "raw message no longer spooled" };
   const spoolMeta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
   const parsed = await parserFor(deps).parse(raw, deps.mtaHostname);
   let email: ParsedEmail;
@@ -232,7 +246,8 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
     });
     const claimed = await tx.spoolRecipient.updateMany({
       where: { id: rcpt.id, status: "pending" },
-      data: { status: same ? "duplicate" : "stored", processedAt: new Date() },
+      // `storing` until the attachment bytes are written after the commit (finishStoring).
+      data: { status: same ? "duplicate" : email.attachments.length ? "storing" : "stored", processedAt: new Date() },
     });
     if (claimed.count === 0) return null;
     if (same) return { duplicate: true as const, emailId: same.id };
@@ -273,11 +288,12 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
         receivedAt: rcpt.spool.receivedAt,
       },
     });
-    // One attachment at a time, its bytes passed as they came from the parser (no copy).
+    // Rows only: the bytes are written after the commit, around Prisma (see writeAttachmentBytes).
     for (const [index, a] of email.attachments.entries()) {
+      const id = newId("attachment");
       await tx.attachment.create({
         data: {
-          id: newId("attachment"),
+          id,
           emailId,
           index,
           filename: a.filename,
@@ -286,8 +302,8 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
           contentId: a.contentId,
           disposition: a.disposition,
           checksum: a.checksum,
-          content: a.content as Uint8Array<ArrayBuffer>,
-          stored: true,
+          content: null,
+          stored: false,
         },
         select: { id: true },
       });
@@ -315,6 +331,7 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
     await purgeSpoolIfUnused(prisma, rcpt.spoolId);
     return { outcome: "duplicate", emailId: stored.emailId };
   }
+  if (email.attachments.length) await finishStoring(deps, rcpt.id, stored.emailId, email.attachments);
   await enqueuePendingDeliveries(deps, stored.emailId);
   deps.logger.info({ emailId: stored.emailId, deliveries: stored.deliveryIds.length }, "email stored");
   return { outcome: "stored", emailId: stored.emailId, deliveryIds: stored.deliveryIds ?? [], parsed: parsed.ok };
@@ -392,4 +409,40 @@ async function purgeSpoolIfUnused(prisma: PrismaClient, spoolId: string): Promis
     prisma.email.count({ where: { spoolId } }),
   ]);
   if (pending === 0 && emails === 0) await prisma.spooledMessage.deleteMany({ where: { id: spoolId } });
+}
+
+const RAW = { table: "spooled_messages", column: "raw" } as const;
+
+/**
+ * Attachment bytes go in after the email's transaction, one binary parameter each, because Prisma's
+ * bytea path copies a 25 MB value many times over (packages/db/src/blobs.ts). Until then the
+ * recipient is `storing` and the attachment rows say `stored: false`; deliveries are queued only
+ * after this, and a re-run of the job (or the sweeper, which re-queues `storing` recipients) writes
+ * whatever a crash left unwritten, so a stored email always ends up with its bytes.
+ */
+async function finishStoring(
+  deps: ProcessDeps,
+  spoolRecipientId: string,
+  emailId: string,
+  attachments: readonly { content: Uint8Array }[],
+): Promise<void> {
+  const pool = poolOf(deps.prisma);
+  for (const [index, a] of attachments.entries()) {
+    const buf = Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength);
+    await pool.query(`UPDATE attachments SET content = $1, stored = true WHERE "emailId" = $2 AND index = $3`, [
+      buf,
+      emailId,
+      index,
+    ]);
+  }
+  await deps.prisma.spoolRecipient.updateMany({
+    where: { id: spoolRecipientId, status: "storing" },
+    data: { status: "stored" },
+  });
+}
+
+async function resumeStoring(deps: ProcessDeps, spoolRecipientId: string, emailId: string, spoolId: string) {
+  const raw = await readBytea(poolOf(deps.prisma), RAW, spoolId, { shared: true });
+  const parsed = raw ? await parserFor(deps).parse(raw, deps.mtaHostname) : null;
+  await finishStoring(deps, spoolRecipientId, emailId, parsed?.ok ? parsed.email.attachments : []);
 }

@@ -14,7 +14,8 @@ export async function sweepPendingRecipients(
   { olderThanMs = 120_000, limit = 500, now = new Date() } = {},
 ): Promise<number> {
   const stale = await prisma.spoolRecipient.findMany({
-    where: { status: "pending", createdAt: { lt: new Date(now.getTime() - olderThanMs) } },
+    // `storing`: stored, but the attachment bytes may not have been written (process died).
+    where: { status: { in: ["pending", "storing"] }, createdAt: { lt: new Date(now.getTime() - olderThanMs) } },
     select: { id: true },
     orderBy: { createdAt: "asc" },
     take: limit,
@@ -55,7 +56,7 @@ export async function purgeUnusedSpools(
   const { count } = await prisma.spooledMessage.deleteMany({
     where: {
       receivedAt: { lt: new Date(now.getTime() - olderThanMs) },
-      recipients: { none: { status: "pending" } },
+      recipients: { none: { status: { in: ["pending", "storing"] } } },
       emails: { none: {} },
     },
   });

@@ -66,7 +66,7 @@ export async function startPipeline(
           const rows = await t.prisma.spoolRecipient.findMany({ where: { spoolId } });
           // A duplicate's spool is purged with its rows: processed too.
           if (rows.length === 0) return (await t.prisma.spooledMessage.count({ where: { id: spoolId } })) ? null : rows;
-          return rows.every((r) => r.status !== "pending") ? rows : null;
+          return rows.every((r) => r.status !== "pending" && r.status !== "storing") ? rows : null;
         },
         { what: `spool ${spoolId} processed`, timeoutMs: 30_000 },
       ),

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger } from "@mailroom/log";
+import { waitFor } from "@mailroom/testing";
 import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
 import { processRecipient } from "../src/process.ts";
+import { sweepPendingRecipients } from "../src/sweeper.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
 const mail = (o: { from?: string; to: string; subject?: string; id?: string; extra?: string; body?: string }) =>
@@ -245,5 +247,65 @@ describe("rule engine processing", () => {
       SELECT a.size, octet_length(a.content)::int AS bytes, a.stored, a.filename
       FROM attachments a JOIN emails e ON e.id = a."emailId" WHERE e."spoolId" = ${r.spoolId!}`;
     expect(row).toEqual({ size, bytes: size, stored: true, filename: "big.zip" });
+  });
+
+  it("a crash between storing the email and writing its attachment bytes is finished by a re-run or the sweeper", async () => {
+    const raw = [
+      "From: sender@outside.example",
+      "To: sales@route.example",
+      "Subject: with attachment",
+      "Message-ID: <resume-1@outside.example>",
+      "MIME-Version: 1.0",
+      'Content-Type: multipart/mixed; boundary="b1"',
+      "",
+      "--b1",
+      "Content-Type: text/plain",
+      "",
+      "see attached",
+      "--b1",
+      "Content-Type: application/octet-stream",
+      'Content-Disposition: attachment; filename="data.bin"',
+      "Content-Transfer-Encoding: base64",
+      "",
+      Buffer.from("attachment bytes \u0000\u00ff").toString("base64"),
+      "--b1--",
+      "",
+    ].join("\r\n");
+    const e = await deliver("sales@route.example", raw);
+    const rcpt = await p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: e.spoolId! } });
+    expect(rcpt.status).toBe("stored");
+    const bytes = async () =>
+      (
+        await p.prisma.$queryRaw<{ content: Uint8Array | null; stored: boolean }[]>`
+          SELECT content, stored FROM attachments WHERE "emailId" = ${e.id}`
+      )[0]!;
+    const written = await bytes();
+    expect(written.stored).toBe(true);
+    expect(Buffer.from(written.content!).toString()).toBe("attachment bytes \u0000\u00ff");
+
+    // What a crash right after the email's commit leaves behind.
+    const crashed = async () => {
+      await p.prisma.attachment.updateMany({ where: { emailId: e.id }, data: { content: null, stored: false } });
+      await p.prisma.spoolRecipient.update({ where: { id: rcpt.id }, data: { status: "storing" } });
+    };
+    await crashed();
+    const deps = {
+      prisma: p.prisma,
+      deliveryQueue: p.deliveryQueue,
+      logger: createLogger("test", "silent"),
+      resolver: async () => [],
+      mtaHostname: "mx.mailroom.test",
+    };
+    expect(await processRecipient(deps, rcpt.id)).toMatchObject({ outcome: "skipped" });
+    expect(await bytes()).toEqual(written);
+    expect((await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcpt.id } })).status).toBe("stored");
+
+    // And when the job itself was lost with Redis: the sweeper queues `storing` recipients again.
+    await crashed();
+    const requeued = await sweepPendingRecipients(p.prisma, p.queue, deps.logger, { olderThanMs: 0 });
+    expect(requeued).toBeGreaterThanOrEqual(1);
+    await waitFor(async () => (await bytes()).stored, { what: "attachment bytes written again" });
+    expect(await bytes()).toEqual(written);
+    expect(await p.prisma.email.count({ where: { messageId: "<resume-1@outside.example>" } })).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { newId, type PrismaClient } from "@mailroom/db";
+import { newId, type PrismaClient, poolOf, withTransaction } from "@mailroom/db";
 import { enqueue, type Queue } from "@mailroom/queues";
 import { monthKey } from "./plans.ts";
 import type { Route } from "./recipients.ts";
@@ -30,36 +30,36 @@ export async function spoolMessage(
   for (const r of recipients) perAccount.set(r.accountId, (perAccount.get(r.accountId) ?? 0) + 1);
   const month = monthKey(now);
 
-  await prisma.$transaction(async (tx) => {
-    await tx.spooledMessage.create({
-      data: {
-        id: spoolId,
-        mailFrom: input.mailFrom,
-        remoteIp: input.remoteIp,
-        helo: input.helo,
-        size: input.raw.length,
-        sha256: createHash("sha256").update(input.raw).digest("hex"),
-        raw: new Uint8Array(input.raw),
-        receivedAt: now,
-      },
-    });
-    await tx.spoolRecipient.createMany({
-      data: recipients.map((r) => ({
-        id: r.id,
+  // Plain SQL on node-postgres, not Prisma: the raw bytes go out as one binary parameter instead of
+  // being copied and re-encoded several times (see packages/db/src/blobs.ts).
+  await withTransaction(poolOf(prisma), async (db) => {
+    await db.query(
+      `INSERT INTO spooled_messages (id, "mailFrom", "remoteIp", helo, size, sha256, raw, "receivedAt")
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
         spoolId,
-        accountId: r.accountId,
-        domainId: r.domainId,
-        addressId: r.addressId,
-        recipient: r.recipient,
-        createdAt: now,
-      })),
-    });
+        input.mailFrom,
+        input.remoteIp,
+        input.helo,
+        input.raw.length,
+        createHash("sha256").update(input.raw).digest("hex"),
+        input.raw,
+        now,
+      ],
+    );
+    for (const r of recipients) {
+      await db.query(
+        `INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [r.id, spoolId, r.accountId, r.domainId, r.addressId, r.recipient, now],
+      );
+    }
     for (const [accountId, n] of perAccount) {
-      await tx.usageCounter.upsert({
-        where: { accountId_month: { accountId, month } },
-        create: { accountId, month, received: n },
-        update: { received: { increment: n } },
-      });
+      await db.query(
+        `INSERT INTO usage_counters ("accountId", month, received) VALUES ($1, $2, $3)
+         ON CONFLICT ("accountId", month) DO UPDATE SET received = usage_counters.received + EXCLUDED.received`,
+        [accountId, month, n],
+      );
     }
   });
 
