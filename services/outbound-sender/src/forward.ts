@@ -1,5 +1,5 @@
 import { createDkimKey, dkimSelectorFor, newMessageId, retryDelayMs } from "@mailroom/core";
-import { newId, type PrismaClient } from "@mailroom/db";
+import { newId, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { retryFor } from "@mailroom/queues";
 import type Mail from "nodemailer/lib/mailer";
@@ -57,7 +57,6 @@ export async function attemptForward(deps: ForwardDeps, deliveryId: string): Pro
       endpoint: true,
       email: {
         include: {
-          spool: { select: { raw: true } },
           domain: { select: { id: true, domain: true, dkimTokens: true, dkimSelector: true, dkimPrivateKey: true } },
         },
       },
@@ -77,10 +76,14 @@ export async function attemptForward(deps: ForwardDeps, deliveryId: string): Pro
   const to = d.endpoint.url.replace(/^mailto:/i, "");
   const from = e.recipient ?? e.toAddresses[0] ?? "";
   const looped = (e.headers as { key?: string }[]).some((h) => h.key?.toLowerCase() === FORWARDED_HEADER.toLowerCase());
+  // The original bytes, read around Prisma in slices (packages/db/src/blobs.ts).
+  const raw = e.spoolId
+    ? await readBytea(poolOf(prisma), { table: "spooled_messages", column: "raw" }, e.spoolId)
+    : null;
   let result: RelayResult;
   if (looped)
     result = { ok: false, reply: "not forwarded: the message is itself a forward (loop)", permanent: true, code: null };
-  else if (!e.spool || !e.domain || !from) {
+  else if (!raw || !e.domain || !from) {
     result = { ok: false, reply: "the original message or its domain is no longer kept", permanent: true, code: null };
   } else {
     const key = await signingKey(prisma, e.domain);
@@ -92,7 +95,7 @@ export async function attemptForward(deps: ForwardDeps, deliveryId: string): Pro
       text: `Forwarded message from ${e.fromAddress} to ${from}, received ${e.receivedAt.toISOString()}.\nThe original is attached.\n\n${e.textBody}`,
       messageId: newMessageId(e.domain.domain),
       headers: { [FORWARDED_HEADER]: d.id },
-      attachments: [{ filename: "original.eml", contentType: "message/rfc822", content: Buffer.from(e.spool.raw) }],
+      attachments: [{ filename: "original.eml", contentType: "message/rfc822", content: raw }],
       envelope: { from, to: [to] },
       dkim: { domainName: e.domain.domain, keySelector: key.selector, privateKey: key.privateKey },
     };

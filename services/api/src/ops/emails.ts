@@ -1,5 +1,5 @@
 import { AppError, emailSummaryView, emailView } from "@mailroom/core";
-import { Prisma } from "@mailroom/db";
+import { Prisma, poolOf, readBytea } from "@mailroom/db";
 import { z } from "zod";
 import { parseQuery } from "../lib/http.ts";
 import { decodeCursor, toPage } from "../lib/pagination.ts";
@@ -73,13 +73,14 @@ export async function getEmail(ctx: OpsContext, accountId: string, id: string) {
 
 /** The message exactly as it was accepted over SMTP (message/rfc822). */
 export async function getRawEmail(ctx: OpsContext, accountId: string, id: string): Promise<Uint8Array> {
-  const row = await ctx.prisma.email.findFirst({
-    where: { id, accountId },
-    select: { spool: { select: { raw: true } } },
-  });
+  const row = await ctx.prisma.email.findFirst({ where: { id, accountId }, select: { spoolId: true } });
   if (!row) throw new AppError("not_found", "Email not found");
-  if (!row.spool) throw new AppError("not_found", "The raw message of this email is not available");
-  return row.spool.raw;
+  // Read around Prisma, in slices (packages/db/src/blobs.ts): a 35 MB message stays one buffer.
+  const raw = row.spoolId
+    ? await readBytea(poolOf(ctx.prisma), { table: "spooled_messages", column: "raw" }, row.spoolId)
+    : null;
+  if (!raw) throw new AppError("not_found", "The raw message of this email is not available");
+  return raw;
 }
 
 export const attachmentParams = z.object({
@@ -93,12 +94,18 @@ export const attachmentParams = z.object({
 export async function getAttachment(ctx: OpsContext, accountId: string, id: string, n: number) {
   const email = await ctx.prisma.email.findFirst({ where: { id, accountId }, select: { id: true } });
   if (!email) throw new AppError("not_found", "Email not found");
-  const att = await ctx.prisma.attachment.findUnique({ where: { emailId_index: { emailId: email.id, index: n } } });
+  const att = await ctx.prisma.attachment.findUnique({
+    where: { emailId_index: { emailId: email.id, index: n } },
+    omit: { content: true },
+  });
   if (!att) throw new AppError("not_found", `Email has no attachment ${n}`);
-  if (!att.stored || !att.content) {
+  const content = att.stored
+    ? await readBytea(poolOf(ctx.prisma), { table: "attachments", column: "content" }, att.id)
+    : null;
+  if (!content) {
     throw new AppError("not_found", `Attachment ${n} (${att.filename}) was not stored and cannot be downloaded`);
   }
-  return { filename: att.filename, contentType: att.contentType, content: att.content };
+  return { filename: att.filename, contentType: att.contentType, content };
 }
 
 export const listThreadsQuery = z.object({ ...pageQueryShape }).strict();
