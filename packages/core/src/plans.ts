@@ -4,6 +4,8 @@
  * Defaults are documented in docs/decisions.md.
  */
 export const PLANS = {
+  // shieldRules: spec §8 (3 on Free, 200 on Scale; 402 beyond). monthlyAllotment: received messages
+  // per calendar month, blocked mail included.
   free: { shieldRules: 3, monthlyAllotment: 3_000 },
   scale: { shieldRules: 200, monthlyAllotment: 1_000_000 },
 } as const;
@@ -18,14 +20,6 @@ export const isPlanName = (value: unknown): value is PlanName =>
 
 /** Limits of a stored plan name; an unknown name (data from a newer version) gets the free plan's. */
 export const planLimits = (plan: string): PlanLimits => (isPlanName(plan) ? PLANS[plan] : PLANS.free);
-
-/** Monthly allotment of received messages per plan (blocked mail included). */
-export const MONTHLY_ALLOTMENT: Record<string, number> = Object.fromEntries(
-  PLAN_NAMES.map((p) => [p, PLANS[p].monthlyAllotment]),
-);
-
-/** Shield rules per account per plan (spec §8: 3 on Free, 200 on Scale; 402 beyond). */
-export const RULE_CAP: Record<string, number> = Object.fromEntries(PLAN_NAMES.map((p) => [p, PLANS[p].shieldRules]));
 
 /** Usage counters are per calendar month in UTC: `YYYY-MM`. */
 export const monthKey = (d: Date): string => d.toISOString().slice(0, 7);

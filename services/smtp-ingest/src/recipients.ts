@@ -1,5 +1,5 @@
+import { monthKey, planLimits } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
-import { MONTHLY_ALLOTMENT, monthKey } from "./plans.ts";
 
 export type Route = { accountId: string; domainId: string; addressId: string | null; recipient: string };
 
@@ -46,7 +46,7 @@ export async function decideRecipient(prisma: PrismaClient, rcpt: string, now = 
   const usage = await prisma.usageCounter.findUnique({
     where: { accountId_month: { accountId: domain.accountId, month: monthKey(now) } },
   });
-  const allotment = MONTHLY_ALLOTMENT[domain.account.plan] ?? MONTHLY_ALLOTMENT.free ?? 0;
+  const allotment = planLimits(domain.account.plan).monthlyAllotment;
   if ((usage?.received ?? 0) >= allotment) {
     return reject(452, "4.2.2", "Mailbox over its monthly allotment, try again later");
   }

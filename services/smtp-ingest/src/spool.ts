@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
+import { monthKey } from "@mailroom/core";
 import { newId, type PrismaClient, poolOf, withTransaction } from "@mailroom/db";
 import { enqueue, type Queue } from "@mailroom/queues";
-import { monthKey } from "./plans.ts";
 import type { Route } from "./recipients.ts";
 
 export type SpoolInput = {

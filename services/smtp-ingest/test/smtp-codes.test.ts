@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { monthKey } from "../src/plans.ts";
+import { monthKey } from "@mailroom/core";
 import { connect, rawSession, send, sendOnce, simpleMessage } from "./clients.ts";
 import { type Ingest, type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 
