@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Readable } from "node:stream";
 import { createPrisma } from "@mailroom/db";
-import { createTestEnv, sparePort, waitFor } from "@mailroom/testing";
+import { createTestEnv, mimeWithAttachment, sparePort, waitFor } from "@mailroom/testing";
 import globalSetup from "../packages/testing/src/global-setup.ts";
 import globalTeardown from "../packages/testing/src/global-teardown.ts";
 import { connect, send } from "../services/smtp-ingest/test/clients.ts";
@@ -86,29 +86,15 @@ try {
 
   // 1. The big legitimate message.
   const size = attachmentMB * MB;
-  const b64 = Buffer.alloc(size, 0x5a).toString("base64").replace(/.{76}/g, "$&\r\n");
   const raw = Buffer.from(
-    [
-      "From: sender@outside.example",
-      "To: in@bench-large.example",
-      "Subject: big one",
-      `Message-ID: <big-${Date.now()}@outside.example>`,
-      "MIME-Version: 1.0",
-      'Content-Type: multipart/mixed; boundary="zz"',
-      "",
-      "--zz",
-      "Content-Type: text/plain",
-      "",
-      "attached",
-      "--zz",
-      "Content-Type: application/zip",
-      'Content-Disposition: attachment; filename="big.zip"',
-      "Content-Transfer-Encoding: base64",
-      "",
-      b64,
-      "--zz--",
-      "",
-    ].join("\r\n"),
+    mimeWithAttachment({
+      to: "in@bench-large.example",
+      subject: "big one",
+      messageId: `<big-${Date.now()}@outside.example>`,
+      filename: "big.zip",
+      contentType: "application/zip",
+      content: Buffer.alloc(size, 0x5a),
+    }),
   );
   const conn = await connect({ port: bigPort });
   const r = await send(conn, { from: "sender@outside.example", to: ["in@bench-large.example"] }, raw);

@@ -1,5 +1,6 @@
 export * from "./dns-server.ts";
 export * from "./env.ts";
+export * from "./mime.ts";
 export * from "./receiver.ts";
 export * from "./servers.ts";
 export * from "./throwaway.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger } from "@mailroom/log";
-import { waitFor } from "@mailroom/testing";
+import { mimeWithAttachment, waitFor } from "@mailroom/testing";
 import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
 import { processRecipient } from "../src/process.ts";
 import { sweepPendingRecipients } from "../src/sweeper.ts";
@@ -218,28 +218,14 @@ describe("rule engine processing", () => {
 
   it("a 25 MB attachment is stored whole", async () => {
     const size = 25 * 1024 * 1024;
-    const b64 = Buffer.alloc(size, 0x5a).toString("base64").replace(/.{76}/g, "$&\r\n");
-    const raw = [
-      "From: sender@outside.example",
-      "To: sales@route.example",
-      "Subject: big one",
-      "Message-ID: <big@outside.example>",
-      "MIME-Version: 1.0",
-      'Content-Type: multipart/mixed; boundary="zz"',
-      "",
-      "--zz",
-      "Content-Type: text/plain",
-      "",
-      "attached",
-      "--zz",
-      "Content-Type: application/zip",
-      'Content-Disposition: attachment; filename="big.zip"',
-      "Content-Transfer-Encoding: base64",
-      "",
-      b64,
-      "--zz--",
-      "",
-    ].join("\r\n");
+    const raw = mimeWithAttachment({
+      to: "sales@route.example",
+      subject: "big one",
+      messageId: "<big@outside.example>",
+      filename: "big.zip",
+      contentType: "application/zip",
+      content: Buffer.alloc(size, 0x5a),
+    });
     const r = await p.sendRaw("sender@outside.example", ["sales@route.example"], raw);
     expect(r.response).toMatch(/^250 /);
     await p.processed(r.spoolId!);
@@ -250,27 +236,13 @@ describe("rule engine processing", () => {
   });
 
   it("a crash between storing the email and writing its attachment bytes is finished by a re-run or the sweeper", async () => {
-    const raw = [
-      "From: sender@outside.example",
-      "To: sales@route.example",
-      "Subject: with attachment",
-      "Message-ID: <resume-1@outside.example>",
-      "MIME-Version: 1.0",
-      'Content-Type: multipart/mixed; boundary="b1"',
-      "",
-      "--b1",
-      "Content-Type: text/plain",
-      "",
-      "see attached",
-      "--b1",
-      "Content-Type: application/octet-stream",
-      'Content-Disposition: attachment; filename="data.bin"',
-      "Content-Transfer-Encoding: base64",
-      "",
-      Buffer.from("attachment bytes \u0000\u00ff").toString("base64"),
-      "--b1--",
-      "",
-    ].join("\r\n");
+    const raw = mimeWithAttachment({
+      to: "sales@route.example",
+      messageId: "<resume-1@outside.example>",
+      filename: "data.bin",
+      contentType: "application/octet-stream",
+      content: Buffer.from("attachment bytes \u0000\u00ff"),
+    });
     const e = await deliver("sales@route.example", raw);
     const rcpt = await p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: e.spoolId! } });
     expect(rcpt.status).toBe("stored");
