@@ -48,13 +48,6 @@ export async function readBytea(
   return out;
 }
 
-/** Sets the column's value for row `id` from one Buffer (sent as a single binary parameter). */
-export async function writeBytea(db: Queryable, where: BlobColumn, id: string, value: Uint8Array): Promise<number> {
-  const buf = Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  const r = await db.query(`UPDATE "${where.table}" SET "${where.column}" = $1 WHERE id = $2`, [buf, id]);
-  return r.rowCount ?? 0;
-}
-
 /** Runs `fn` in one transaction on one pooled connection. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

@@ -288,7 +288,7 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
         receivedAt: rcpt.spool.receivedAt,
       },
     });
-    // Rows only: the bytes are written after the commit, around Prisma (see writeAttachmentBytes).
+    // Rows only: the bytes are written after the commit, around Prisma (see finishStoring).
     for (const [index, a] of email.attachments.entries()) {
       const id = newId("attachment");
       await tx.attachment.create({
