@@ -37,10 +37,3 @@ export function randomBase62(length: number): string {
   }
   return out;
 }
-
-const ID_PATTERN = /^[a-z]+_[0-9A-Za-z]{10,40}$/;
-
-/** True when `value` looks like an id of this kind (cheap check before touching the database). */
-export function isId(kind: IdKind, value: unknown): value is string {
-  return typeof value === "string" && value.startsWith(`${ID_PREFIX[kind]}_`) && ID_PATTERN.test(value);
-}

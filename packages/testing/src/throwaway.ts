@@ -64,10 +64,6 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
   };
 }
 
-export function cleanupDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
-}
-
 /**
  * A private PostgreSQL cluster (initdb + pg_ctl, as the `postgres` user when we are root) on a spare
  * port, for the fault tests that stop Postgres mid-transaction. Never the shared server.

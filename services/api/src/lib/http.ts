@@ -13,7 +13,7 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where = "b
 /** Query strings: same rules, and a problem without a field is reported against `query`. */
 export const parseQuery = <S extends z.ZodType>(schema: S, value: unknown): z.infer<S> => parse(schema, value, "query");
 
-export function formatIssues(issues: readonly z.core.$ZodIssue[], where = "body"): string {
+function formatIssues(issues: readonly z.core.$ZodIssue[], where = "body"): string {
   return issues
     .slice(0, 3)
     .map((i) => `${i.path.length ? i.path.map(String).join(".") : where}: ${i.message}`)

@@ -172,4 +172,3 @@ export const pageQueryShape = {
     .optional()
     .describe("opaque; the `nextCursor` of the previous page"),
 };
-export const pageQuerySchema = z.object(pageQueryShape).strict();

@@ -78,16 +78,3 @@ export function asQuery(args: Record<string, unknown>): Record<string, string> {
   }
   return out;
 }
-
-/** Paging arguments for list operations whose query schema is not exported as a zod object. */
-export const pageInput = {
-  limit: z
-    .number({ error: "must be a whole number from 1 to 100" })
-    .int("must be a whole number from 1 to 100")
-    .optional()
-    .describe("page size, 1 to 100 (default 50)"),
-  cursor: z
-    .string({ error: "must be a string" })
-    .optional()
-    .describe("opaque; pass the previous result's `nextCursor` to get the next page"),
-};
