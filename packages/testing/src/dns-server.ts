@@ -8,7 +8,8 @@ const { Packet } = dns2;
  * A real authoritative DNS server on 127.0.0.1 (UDP and TCP on one ephemeral port) answering from a
  * mutable in-memory zone. Point a resolver at it with
  * `const r = new dns.promises.Resolver(); r.setServers([server.server])`.
- * Answers carry TTL 0 so that c-ares never caches them and `set()` is seen by the next query.
+ * Answers carry TTL 0 so that c-ares never caches them and `set()` is seen by the next query; a test of a
+ * cache can give them a TTL (`setTtl`) and make NXDOMAIN/NODATA answers carry an SOA (`setNegativeTtl`).
  */
 export type MxValue = { priority: number; exchange: string };
 export type RecordValues = { A: string[]; AAAA: string[]; CNAME: string[]; TXT: string[]; MX: MxValue[] };
@@ -26,6 +27,14 @@ export type DnsServer = {
   remove(name: string, type?: RecordType): void;
   /** Holds every answer back this long, so that resolvers with a shorter timeout give up. */
   setDelay(ms: number): void;
+  /** The most answers held back by `setDelay` at one time: how many questions a client had in flight. */
+  readonly peakPending: number;
+  /** TTL (seconds) of every answer record from now on; default 0. */
+  setTtl(seconds: number): void;
+  /** NXDOMAIN/NODATA answers carry an SOA whose TTL and MINIMUM are this (RFC 2308); null: no SOA (default). */
+  setNegativeTtl(seconds: number | null): void;
+  /** Answer questions for this name with this rcode (e.g. "SERVFAIL"); null: answer normally again. */
+  setFailure(name: string, rcode: "SERVFAIL" | "REFUSED" | null): void;
   close(): Promise<void>;
 };
 
@@ -40,6 +49,11 @@ export async function startDnsServer(records: Partial<Record<string, Partial<Rec
   const queries: DnsQuery[] = [];
   const timers = new Set<NodeJS.Timeout>();
   let delayMs = 0;
+  let pending = 0;
+  let peakPending = 0;
+  let ttl = 0;
+  let negativeTtl: number | null = null;
+  const failures = new Map<string, number>();
 
   const set = <T extends RecordType>(name: string, type: T, values: RecordValues[T]) => {
     for (const v of values) validate(type, v);
@@ -66,9 +80,12 @@ export async function startDnsServer(records: Partial<Record<string, Partial<Rec
     if (q) {
       const type = TYPE_NAMES.get(q.type) ?? String(q.type);
       queries.push({ name: q.name, type });
-      const found = lookup(zone, q.name, type);
-      if (found === null) res.header.rcode = NXDOMAIN;
-      else res.answers = found;
+      const failure = failures.get(normalize(q.name));
+      const found = failure ? [] : lookup(zone, q.name, type);
+      if (failure) res.header.rcode = failure;
+      else if (found === null) res.header.rcode = NXDOMAIN;
+      else res.answers = found.map((r) => ({ ...r, ttl }));
+      if (!failure && !res.answers.length && negativeTtl !== null) res.authorities = [soa(q.name, negativeTtl)];
     }
     let buf = res.toBuffer();
     if (buf.length > maxBytes) {
@@ -82,8 +99,10 @@ export async function startDnsServer(records: Partial<Record<string, Partial<Rec
 
   const later = (fn: () => void) => {
     if (delayMs <= 0) return fn();
+    peakPending = Math.max(peakPending, ++pending);
     const t = setTimeout(() => {
       timers.delete(t);
+      pending--;
       fn();
     }, delayMs);
     timers.add(t);
@@ -121,6 +140,19 @@ export async function startDnsServer(records: Partial<Record<string, Partial<Rec
     setDelay(ms) {
       delayMs = ms;
     },
+    get peakPending() {
+      return peakPending;
+    },
+    setTtl(seconds) {
+      ttl = seconds;
+    },
+    setNegativeTtl(seconds) {
+      negativeTtl = seconds;
+    },
+    setFailure(name, rcode) {
+      if (rcode === null) failures.delete(normalize(name));
+      else failures.set(normalize(name), rcode === "SERVFAIL" ? 2 : 5);
+    },
     async close() {
       for (const t of timers) clearTimeout(t);
       timers.clear();
@@ -156,6 +188,26 @@ function lookup(zone: Zone, qname: string, type: string): DnsResource[] | null {
     return out;
   }
   return out;
+}
+
+/** The SOA of the question's parent, as an authority would send with a negative answer. */
+function soa(qname: string, ttl: number): DnsResource {
+  const parent = normalize(qname).split(".").slice(1).join(".") || "test";
+  return {
+    name: parent,
+    type: Packet.TYPE.SOA,
+    class: Packet.CLASS.IN,
+    ttl,
+    ...({
+      primary: `ns.${parent}`,
+      admin: `hostmaster.${parent}`,
+      serial: 1,
+      refresh: 3600,
+      retry: 600,
+      expiration: 86400,
+      minimum: ttl,
+    } as object),
+  };
 }
 
 function resource(name: string, type: RecordType, value: string | MxValue): DnsResource {

@@ -8,6 +8,18 @@ export const ruleEngineEnvSchema = z.object({
   SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),
   /** Comma-separated DNS servers for SPF/DKIM/DMARC lookups (host or host:port); default: the system's. */
   DNS_SERVERS: z.string().optional(),
+  /** DNS answers kept by the SPF/DKIM/DMARC cache (least recently used evicted). */
+  DNS_CACHE_SIZE: z.coerce.number().int().positive().default(10_000),
+  /** Upper bound on how long a positive answer is kept, whatever its TTL. */
+  DNS_CACHE_MAX_TTL_S: z.coerce.number().int().min(0).default(3_600),
+  /** Upper bound on how long NXDOMAIN/NODATA is kept (the SOA's negative TTL otherwise). */
+  DNS_NEGATIVE_TTL_MAX_S: z.coerce.number().int().min(0).default(300),
+  /** How long SERVFAIL/REFUSED/timeouts are remembered; 0: never. */
+  DNS_ERROR_TTL_MS: z.coerce.number().int().min(0).default(5_000),
+  /** DNS queries on the wire at once; more wait (a burst of parallel lookups slowed resolvers down). */
+  DNS_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(8),
+  /** Per attempt; two attempts per server. */
+  DNS_TIMEOUT_MS: z.coerce.number().int().positive().default(2_500),
   SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
   /** A spooled recipient still pending this long without a job is queued again. */
   SWEEP_AFTER_MS: z.coerce.number().int().min(0).default(120_000),

@@ -43,6 +43,14 @@ try {
       env.DNS_SERVERS?.split(",")
         .map((s) => s.trim())
         .filter(Boolean),
+      {
+        maxEntries: env.DNS_CACHE_SIZE,
+        maxTtlS: env.DNS_CACHE_MAX_TTL_S,
+        negativeTtlMaxS: env.DNS_NEGATIVE_TTL_MAX_S,
+        errorTtlMs: env.DNS_ERROR_TTL_MS,
+        maxInFlight: env.DNS_MAX_IN_FLIGHT,
+        timeoutMs: env.DNS_TIMEOUT_MS,
+      },
     ),
     mtaHostname: env.SMTP_HOSTNAME,
   });

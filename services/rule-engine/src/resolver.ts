@@ -1,9 +1,21 @@
-import { promises as dns } from "node:dns";
-import type { DnsResolve } from "./verdicts.ts";
+import { type CachedResolve, type CacheOptions, createCachedResolve } from "./dns/cache.ts";
+import { createDnsQuery, type QueryOptions } from "./dns/query.ts";
 
-/** A resolver for mailauth with timeouts, optionally pointed at specific servers (DNS_SERVERS). */
-export function createDnsResolve(servers?: string[]): DnsResolve {
-  const resolver = new dns.Resolver({ timeout: 3_000, tries: 2 });
-  if (servers?.length) resolver.setServers(servers);
-  return (name, rrtype) => resolver.resolve(name, rrtype as "TXT");
+/**
+ * The resolver mailauth uses for SPF, DKIM and DMARC: one TTL-honouring cache shared by every message,
+ * asking DNS_SERVERS (or the system's resolvers) through a TTL-aware stub client.
+ */
+export function createDnsResolve(
+  servers?: string[],
+  opts: CacheOptions & Omit<QueryOptions, "servers"> = {},
+): CachedResolve {
+  const { timeoutMs, tries, ...cache } = opts;
+  return createCachedResolve(
+    createDnsQuery({
+      ...(servers?.length ? { servers } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(tries !== undefined ? { tries } : {}),
+    }),
+    cache,
+  );
 }
