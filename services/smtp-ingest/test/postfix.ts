@@ -24,7 +24,12 @@ export type PostfixRelay = {
  * log and smtpd port on loopback, so the machine's mail setup is untouched. It relays the given
  * domains to our ingest port — as a sending MTA would reach our MX — and relays nothing else.
  */
-export async function startPostfixRelay(opts: { domains: string[]; ingestPort: number }): Promise<PostfixRelay> {
+export async function startPostfixRelay(opts: {
+  domains: string[];
+  ingestPort: number;
+  /** Lines appended to main.cf (a later setting overrides an earlier one), e.g. the accept bench's. */
+  extraMainCf?: string;
+}): Promise<PostfixRelay> {
   const port = await sparePort();
   const dir = mkdtempSync(join(tmpdir(), "mailroom-postfix-"));
   // Postfix's daemons run as the postfix user: they must reach the queue, and own data_directory.
@@ -66,6 +71,7 @@ delay_warning_time = 0
 biff = no
 maillog_file_prefixes = ${dir}
 maillog_file = ${dir}/maillog
+${opts.extraMainCf ?? ""}
 `,
   );
   // No chroot (the default Debian master.cf chroots into the system queue).
