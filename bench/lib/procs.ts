@@ -127,3 +127,16 @@ export async function waitForPort(port: number, what: string, timeoutMs = 60_000
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** The live descendants of `pid` whose command line mentions `needle` (e.g. a service's main.ts). */
+export function descendantsRunning(pid: number, needle: string): number[] {
+  return tree(pid)
+    .map((s) => s.pid)
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(needle);
+      } catch {
+        return false;
+      }
+    });
+}

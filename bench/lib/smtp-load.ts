@@ -90,6 +90,8 @@ export function plainMessage(env: Envelope, bytes: number, subject = "bench"): B
   return Buffer.from(head + line.repeat(lines).slice(0, -2));
 }
 
+const envelopeOf = (e: Envelope | ((i: number) => Envelope)) => (typeof e === "function" ? e : () => e);
+
 export type LoadResult = { sent: number; failed: number; seconds: number; rate: number; latenciesMs: number[] };
 
 /**
@@ -100,11 +102,12 @@ export async function closedLoop(opts: {
   port: number;
   connections: number;
   count: number;
-  env: Envelope;
+  env: Envelope | ((i: number) => Envelope);
   message: (i: number) => Buffer;
   onAccepted?: (i: number, at: number) => void;
 }): Promise<LoadResult> {
   const conns = await Promise.all(Array.from({ length: opts.connections }, () => openSmtp(opts.port)));
+  const envOf = envelopeOf(opts.env);
   const latenciesMs: number[] = [];
   let next = 0;
   let failed = 0;
@@ -115,7 +118,7 @@ export async function closedLoop(opts: {
         const i = next++;
         const data = opts.message(i);
         const t0 = performance.now();
-        const reply = await sendOne(c, opts.env, data);
+        const reply = await sendOne(c, envOf(i), data);
         const t1 = performance.now();
         if (reply.startsWith("250")) {
           latenciesMs.push(t1 - t0);
@@ -124,6 +127,54 @@ export async function closedLoop(opts: {
       }
     }),
   );
+  const seconds = (performance.now() - started) / 1000;
+  for (const c of conns) closeSmtp(c);
+  return { sent: latenciesMs.length, failed, seconds, rate: latenciesMs.length / seconds, latenciesMs };
+}
+
+/**
+ * Open loop: message i is due at start + i/rate whatever the server does (as independent senders
+ * would send), over a pool of `connections` sessions; a message waits for a free session when all
+ * are busy, so a server slower than the offered rate shows as a lower achieved rate.
+ */
+export async function openLoop(opts: {
+  port: number;
+  rate: number;
+  count: number;
+  connections: number;
+  env: Envelope | ((i: number) => Envelope);
+  message: (i: number) => Buffer;
+  onAccepted?: (i: number, at: number) => void;
+}): Promise<LoadResult> {
+  const conns = await Promise.all(Array.from({ length: opts.connections }, () => openSmtp(opts.port)));
+  const envOf = envelopeOf(opts.env);
+  const idle = [...conns];
+  const waiters: ((c: Conn) => void)[] = [];
+  const take = () => (idle.length ? Promise.resolve(idle.pop() as Conn) : new Promise<Conn>((r) => waiters.push(r)));
+  const give = (c: Conn) => (waiters.length ? waiters.shift()?.(c) : idle.push(c));
+  const latenciesMs: number[] = [];
+  let failed = 0;
+  const started = performance.now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < opts.count; i++) {
+    const due = started + (i * 1000) / opts.rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const c = await take();
+    inflight.push(
+      (async () => {
+        const t0 = performance.now();
+        const reply = await sendOne(c, envOf(i), opts.message(i));
+        const t1 = performance.now();
+        give(c);
+        if (reply.startsWith("250")) {
+          latenciesMs.push(t1 - t0);
+          opts.onAccepted?.(i, t1);
+        } else failed++;
+      })(),
+    );
+  }
+  await Promise.all(inflight);
   const seconds = (performance.now() - started) / 1000;
   for (const c of conns) closeSmtp(c);
   return { sent: latenciesMs.length, failed, seconds, rate: latenciesMs.length / seconds, latenciesMs };

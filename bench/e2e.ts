@@ -1,0 +1,222 @@
+// bench:e2e — SMTP 250 → webhook arrival, with every service as its own process, started as an
+// operator starts them (scripts/start-all.ts) on a fresh database. Offered loads of 10 and 50 msg/s
+// (open loop) and saturation (closed loop, 20 connections), each with a fast and a slow (50 ms per
+// answer) loopback DNS server that serves the senders' SPF, DKIM and DMARC records; the bench
+// messages are DKIM-signed, so the rule engine does the lookups a real sender costs. Each trial
+// mails from fresh sender domains, so a DNS cache starts cold and only repeats within a trial hit it.
+// Per-stage breakdown from the rows' own timestamps.
+// Run: npm run -s bench:e2e [-- --seconds 60 --saturation 1000 --rounds 1 --domains 10 --slow-ms 50]
+import { generateKeyPairSync } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { type DnsServer, sparePort, startDnsServer, startReceiver } from "@mailroom/testing";
+import { dkimSign } from "mailauth";
+import { seedAddress, seedDomain, seedEndpoint } from "../services/smtp-ingest/test/harness.ts";
+import { benchEnv } from "./lib/env.ts";
+import { interleave, medianOf } from "./lib/interleave.ts";
+import { descendantsRunning, memoryMB, startNode, stopAll, waitForPort } from "./lib/procs.ts";
+import { fmt, footer, header, load, table } from "./lib/report.ts";
+import { closedLoop, type Envelope, type LoadResult, openLoop } from "./lib/smtp-load.ts";
+import { flags, latency } from "./lib/stats.ts";
+
+const f = flags();
+const seconds = f.num("seconds", 60);
+const saturation = f.num("saturation", 1000);
+const rounds = f.num("rounds", 1);
+const domainsPerTrial = f.num("domains", 10);
+const slowMs = f.num("slow-ms", 50);
+const DOMAIN = "bench-e2e.example";
+const SERVICES = ["api", "smtp-ingest", "rule-engine", "webhook-dispatcher", "domain-verifier", "outbound-sender"];
+
+header(
+  "bench:e2e",
+  `offered 10 and 50 msg/s for ${seconds} s, saturation ${saturation} messages over 20 connections; ` +
+    `DNS fast vs ${slowMs} ms per answer; ${domainsPerTrial} sender domains per trial; ${rounds} round(s)`,
+);
+
+const env = await benchEnv("e2e");
+const dns = await startDnsServer();
+// Real senders publish TTLs of minutes; the server's default of 0 would forbid any cache.
+(dns as DnsServer & { setTtl?: (s: number) => void }).setTtl?.(300);
+const receiver = await startReceiver();
+try {
+  const d = await seedDomain(env.prisma, DOMAIN, { plan: "scale" });
+  const endpointId = await seedEndpoint(env.prisma, d.accountId, `${receiver.url}/hook`);
+  await seedAddress(env.prisma, d, "in", { endpointId });
+  const [smtpPort, apiPort] = [await sparePort(), await sparePort()];
+  const stack = startNode("start-all", "scripts/start-all.ts", {
+    ...env.serviceEnv,
+    LOG_LEVEL: "warn",
+    SMTP_PORT: String(smtpPort),
+    SMTP_HOST: "127.0.0.1",
+    SMTP_MAX_CONNECTIONS_PER_IP: "100",
+    API_PORT: String(apiPort),
+    API_HOST: "127.0.0.1",
+    DNS_SERVERS: dns.server,
+    ALLOW_PRIVATE_DESTINATIONS: "true",
+  });
+  await Promise.all([waitForPort(smtpPort, "smtp-ingest"), waitForPort(apiPort, "api")]);
+
+  // Who got what: the subject carries the trial tag and the message's number.
+  const arrivals = new Map<string, number>();
+  receiver.respond((req) => {
+    const subject = (JSON.parse(req.body.toString()) as { data: { email: { subject: string } } }).data.email.subject;
+    arrivals.set(subject, performance.now());
+    return { status: 200 };
+  });
+  receiver.requests.length = 0;
+
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+  const dkimKey = `v=DKIM1; k=rsa; p=${publicKey.export({ type: "spki", format: "der" }).toString("base64")}`;
+  const body = `${"Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(12)}\r\n`.repeat(14); // ≈ 10 KB
+
+  let trialNo = 0;
+  /** A trial's senders (fresh domains with SPF, DKIM and DMARC records) and its signed messages. */
+  async function prepare(tag: string, count: number) {
+    const domains = Array.from({ length: domainsPerTrial }, (_, k) => `s${k}.${tag}.sender.bench.test`);
+    for (const sd of domains) {
+      dns.set(sd, "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
+      dns.set(`bench._domainkey.${sd}`, "TXT", [dkimKey]);
+      dns.set(`_dmarc.${sd}`, "TXT", ["v=DMARC1; p=reject"]);
+    }
+    const envs: Envelope[] = [];
+    const messages: Buffer[] = [];
+    for (let i = 0; i < count; i++) {
+      const sd = domains[i % domains.length] as string;
+      const raw =
+        `From: Sender <news@${sd}>\r\nTo: <in@${DOMAIN}>\r\nSubject: ${tag} ${i}\r\n` +
+        `Message-ID: <${tag}.${i}@${sd}>\r\nDate: ${new Date().toUTCString()}\r\nMIME-Version: 1.0\r\n` +
+        `Content-Type: text/plain; charset=utf-8\r\n\r\n${body}`;
+      const signed = await dkimSign(raw, {
+        canonicalization: "relaxed/relaxed",
+        signatureData: [{ signingDomain: sd, selector: "bench", privateKey: pem, algorithm: "rsa-sha256" }],
+      } as unknown as Parameters<typeof dkimSign>[1]);
+      envs.push({ from: `bounce@${sd}`, to: `in@${DOMAIN}` });
+      messages.push(Buffer.from(signed.signatures + raw));
+    }
+    return { envs, messages };
+  }
+
+  type R = {
+    offered: number;
+    accepted: number;
+    e2eRate: number;
+    lat: ReturnType<typeof latency>;
+    stages: Record<string, number>;
+  };
+  async function trial(mode: "fast" | "slow", rate: number | "saturation"): Promise<R> {
+    const tag = `t${++trialNo}${mode}`;
+    const count = rate === "saturation" ? saturation : Math.round(rate * seconds);
+    const { envs, messages } = await prepare(tag, count);
+    dns.setDelay(mode === "slow" ? slowMs : 0);
+    const acceptedAt = new Map<number, number>();
+    const opts = {
+      port: smtpPort,
+      count,
+      env: (i: number) => envs[i] as Envelope,
+      message: (i: number) => messages[i] as Buffer,
+      onAccepted: (i: number, at: number) => acceptedAt.set(i, at),
+    };
+    const started = performance.now();
+    const sent: LoadResult =
+      rate === "saturation"
+        ? await closedLoop({ ...opts, connections: 20 })
+        : await openLoop({ ...opts, rate, connections: 8 });
+    // Everything accepted must arrive; allow a slow pipeline time to drain its backlog.
+    const deadline = Date.now() + 120_000 + count * 200;
+    const subjects = [...acceptedAt.keys()].map((i) => `${tag} ${i}`);
+    while (subjects.some((s) => !arrivals.has(s))) {
+      if (Date.now() > deadline) throw new Error(`${tag}: webhooks missing after the deadline`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const lastArrival = Math.max(...subjects.map((s) => arrivals.get(s) as number));
+    const lat = latency([...acceptedAt].map(([i, at]) => (arrivals.get(`${tag} ${i}`) as number) - at));
+    const stages = await stageBreakdown(tag);
+    dns.setDelay(0);
+    const r = {
+      offered: rate === "saturation" ? Number.NaN : rate,
+      accepted: sent.rate,
+      e2eRate: acceptedAt.size / ((lastArrival - started) / 1000),
+      lat,
+      stages,
+    };
+    console.log(
+      `${tag} ${rate === "saturation" ? "saturation" : `${rate} msg/s`}: accepted ${fmt(r.accepted)} msg/s, end to end ${fmt(r.e2eRate)} msg/s, ` +
+        `p50 ${fmt(lat.p50)} p99 ${fmt(lat.p99)} max ${fmt(lat.max)} ms — ${load()}`,
+    );
+    return r;
+  }
+
+  /** Medians of each stage, in ms, from the rows' own timestamps (the services' clocks are this machine's). */
+  async function stageBreakdown(tag: string): Promise<Record<string, number>> {
+    const { rows } = await env.pool.query<Record<string, number>>(
+      `SELECT
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM e."createdAt" - s."receivedAt") * 1000) AS "rule engine",
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM a."startedAt" - d."createdAt") * 1000) AS "delivery queue",
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM a."finishedAt" - a."startedAt") * 1000) AS "POST",
+         percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM e."createdAt" - s."receivedAt") * 1000) AS "rule engine p99",
+         percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM a."startedAt" - d."createdAt") * 1000) AS "delivery queue p99"
+       FROM emails e
+       JOIN spooled_messages s ON s.id = e."spoolId"
+       JOIN deliveries d ON d."emailId" = e.id
+       JOIN delivery_attempts a ON a."deliveryId" = d.id AND a.number = 1
+       WHERE e.subject LIKE $1`,
+      [`${tag} %`],
+    );
+    return Object.fromEntries(Object.entries(rows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
+  }
+
+  // Warm-up, not measured: the processes' pools, worker threads and JIT.
+  await trial("fast", 20).catch((err) => {
+    throw new Error(`warm-up failed: ${(err as Error).message}`);
+  });
+
+  const loads: (number | "saturation")[] = [10, 50, "saturation"];
+  const rows: (string | number)[][] = [];
+  const stageRows: (string | number)[][] = [];
+  for (const rate of loads) {
+    const results = await interleave<R>(
+      rounds,
+      (["fast", "slow"] as const).map((mode) => ({ name: mode, run: () => trial(mode, rate) })),
+    );
+    for (const [mode, rs] of results) {
+      const label = rate === "saturation" ? "saturation (20 conns)" : `${rate} msg/s offered`;
+      const dnsLabel = mode === "fast" ? "fast" : `${slowMs} ms/answer`;
+      rows.push([
+        label,
+        dnsLabel,
+        medianOf(rs, (r) => r.accepted),
+        medianOf(rs, (r) => r.e2eRate),
+        medianOf(rs, (r) => r.lat.p50),
+        medianOf(rs, (r) => r.lat.p95),
+        medianOf(rs, (r) => r.lat.p99),
+        medianOf(rs, (r) => r.lat.max),
+      ]);
+      const keys = Object.keys(rs[0]?.stages ?? {});
+      stageRows.push([label, dnsLabel, ...keys.map((k) => medianOf(rs, (r) => r.stages[k] ?? Number.NaN))]);
+    }
+  }
+  console.log("\nEnd to end: SMTP 250 → webhook received (ms); rates in msg/s; medians of the rounds");
+  table(["load", "DNS", "SMTP accepted", "end to end", "p50", "p95", "p99", "max"], rows);
+  console.log("\nStages, medians from row timestamps (ms): spooled → stored, stored → attempt started, POST");
+  table(
+    ["load", "DNS", "rule engine p50", "delivery queue p50", "POST p50", "rule engine p99", "delivery queue p99"],
+    stageRows,
+  );
+  console.log("\nPeak memory (VmHWM) of each service process:");
+  table(
+    ["service", "peak MB", "now MB"],
+    SERVICES.flatMap((s) =>
+      descendantsRunning(stack.pid, `services/${s}/src/main.ts`).map((pid) => {
+        const m = memoryMB(pid);
+        return [s, m.peak, m.now];
+      }),
+    ),
+  );
+  footer();
+} finally {
+  await stopAll();
+  await receiver.close();
+  await dns.close();
+  await env.close();
+}
