@@ -23,6 +23,10 @@ export const ruleEngineEnvSchema = z.object({
   SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
   /** A spooled recipient still pending this long without a job is queued again. */
   SWEEP_AFTER_MS: z.coerce.number().int().min(0).default(120_000),
+  /** Recipients the sweeper reads per query; it pages through all of them whatever this is. */
+  SWEEP_PAGE_SIZE: z.coerce.number().int().positive().default(500),
+  /** Tries (counted in Postgres) before a message that keeps failing is stored as PROCESSING_FAILED. */
+  PROCESSING_MAX_TRIES: z.coerce.number().int().positive().default(5),
   /** BullMQ job lock: how soon a crashed worker's job is picked up by another. */
   RULE_ENGINE_LOCK_MS: z.coerce.number().int().positive().default(30_000),
   /** rspamd's normal worker (e.g. http://127.0.0.1:11333); without it spam verdicts are GRAY. */

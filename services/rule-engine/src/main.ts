@@ -29,6 +29,8 @@ try {
     concurrency: env.RULE_ENGINE_CONCURRENCY,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     sweepAfterMs: env.SWEEP_AFTER_MS,
+    sweepPageSize: env.SWEEP_PAGE_SIZE,
+    maxTries: env.PROCESSING_MAX_TRIES,
     lockDurationMs: env.RULE_ENGINE_LOCK_MS,
     parser,
     ...(env.RSPAMD_URL

@@ -68,6 +68,14 @@ const addresses = (field: AddressObject | AddressObject[] | undefined): string[]
     .map((a) => a.address?.toLowerCase() ?? "")
     .filter((a) => a !== "");
 
+/**
+ * RFC 5322 §2.2.3 unfolding of a raw header value: a line break followed by whitespace is a fold,
+ * not content. mailsplit hands us the header lines still folded (`or\r\n\tbad?`); the CRLF goes
+ * and the whitespace around it becomes one space, as libmime does for the decoded fields (subject,
+ * names), so the raw and decoded views of a header agree. A bare CR or LF counts as a line break.
+ */
+export const unfold = (value: string): string => value.replace(/[ \t]*(?:\r\n|\r|\n)[ \t]*/g, " ").trim();
+
 const messageIds = (v: string | string[] | undefined): string[] =>
   (Array.isArray(v) ? v : v ? v.split(/\s+/) : []).map((s) => s.trim()).filter(Boolean);
 
@@ -166,7 +174,7 @@ export function parseMime(raw: Uint8Array, limits: ParseLimits): Promise<WorkerE
         subject: typeof subject === "string" ? subject : "",
         textBody: text,
         htmlBody: html,
-        headers: headerLines.map((h) => ({ key: h.key, value: h.line.slice(h.line.indexOf(":") + 1).trim() })),
+        headers: headerLines.map((h) => ({ key: h.key, value: unfold(h.line.slice(h.line.indexOf(":") + 1)) })),
         attachments,
         warnings,
       });

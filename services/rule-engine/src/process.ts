@@ -2,7 +2,9 @@ import { createHash } from "node:crypto";
 import { newId, type Prisma, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { enqueue, type Queue } from "@mailroom/queues";
+import { isDependencyOutage } from "./outage.ts";
 import { createParser, generatedMessageId, type ParsedEmail, type Parser } from "./parse.ts";
+import { sanitizeForPostgres } from "./sanitize.ts";
 import { type AuthVerdicts, authVerdicts, type DnsResolve, type Verdict } from "./verdicts.ts";
 
 /** What shield rules decided for one recipient. `endpointIds: null` = the address's own destination. */
@@ -45,6 +47,13 @@ export type ProcessDeps = {
   dedupeWindowMs?: number;
 };
 
+/**
+ * `failed`: the message used up its processing budget (attempts.ts). It is stored from its raw
+ * bytes without parsing, verdicts or spam scan, all PROCESSING_FAILED: with whatever few headers
+ * can be read safely (`headers`), or with none at all (`empty`) when even that could not be stored.
+ */
+export type ProcessOptions = { failed?: "headers" | "empty" };
+
 export type ProcessResult =
   | { outcome: "stored"; emailId: string; deliveryIds: string[]; parsed: boolean }
   | { outcome: "blocked"; ruleId: string }
@@ -82,9 +91,14 @@ export function bodyHash(raw: Uint8Array): string {
   return createHash("sha256").update(buf.subarray(cut)).digest("hex");
 }
 
-/** Best effort for a message the parser refused: a few raw header values from the first 64 KB. */
-function unparsedEmail(raw: Uint8Array, envelopeFrom: string, fallbackIdDomain: string): ParsedEmail {
-  const head = Buffer.from(raw.buffer, raw.byteOffset, Math.min(raw.byteLength, 65_536)).toString("latin1");
+/**
+ * Best effort for a message the parser refused (or one that could not be processed at all): a few
+ * raw header values from the first 64 KB, or (`empty`) none, only what the envelope says.
+ */
+function unparsedEmail(raw: Uint8Array, envelopeFrom: string, fallbackIdDomain: string, empty = false): ParsedEmail {
+  const head = empty
+    ? ""
+    : Buffer.from(raw.buffer, raw.byteOffset, Math.min(raw.byteLength, 65_536)).toString("latin1");
   const end = head.search(/\r?\n\r?\n/);
   const unfolded = (end >= 0 ? head.slice(0, end) : head).replace(/\r?\n[ \t]+/g, " ");
   const header = (name: string) =>
@@ -123,7 +137,11 @@ function plusTag(recipient: string, addressLocalPart: string | null): string | n
  * does nothing twice; and the same message sent twice to the same recipient within 24 h (same
  * Message-ID and body hash) is recorded as a duplicate instead of a second Email.
  */
-export async function processRecipient(deps: ProcessDeps, spoolRecipientId: string): Promise<ProcessResult> {
+export async function processRecipient(
+  deps: ProcessDeps,
+  spoolRecipientId: string,
+  opts: ProcessOptions = {},
+): Promise<ProcessResult> {
   const { prisma } = deps;
   const rcpt = await prisma.spoolRecipient.findUnique({
     where: { id: spoolRecipientId },
@@ -173,12 +191,14 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
   const raw = await readBytea(poolOf(prisma), RAW, rcpt.spoolId, { shared: true });
   if (!raw) return { outcome: "skipped", reason: "raw message no longer spooled" };
   const spoolMeta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
-  const parsed = await parserFor(deps).parse(raw, deps.mtaHostname);
-  let email: ParsedEmail;
+  const parsed = opts.failed
+    ? ({ ok: false, reason: "processing budget used up" } as const)
+    : await parserFor(deps).parse(raw, deps.mtaHostname);
+  let decoded: ParsedEmail;
   let auth: AuthVerdicts;
   let spam: SpamVerdict;
   if (parsed.ok) {
-    email = parsed.email;
+    decoded = parsed.email;
     [auth, spam] = await Promise.all([
       authVerdicts({ raw, ...spoolMeta, mta: deps.mtaHostname }, deps.resolver),
       scanSpam(deps, raw, { ...spoolMeta, recipient: rcpt.recipient, queueId: rcpt.spoolId }),
@@ -186,18 +206,29 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
   } else {
     // Kept as raw (GET /emails/{id}/raw) and marked: nothing about it could be verified.
     deps.logger.warn({ spoolRecipientId, reason: parsed.reason }, "message could not be parsed; storing raw");
-    email = unparsedEmail(raw, rcpt.spool.mailFrom, deps.mtaHostname);
+    decoded = unparsedEmail(raw, rcpt.spool.mailFrom, deps.mtaHostname, opts.failed === "empty");
     auth = { spf: "PROCESSING_FAILED", dkim: "PROCESSING_FAILED", dmarc: "PROCESSING_FAILED" };
     spam = { verdict: "PROCESSING_FAILED", score: null };
   }
+  // The one place where decoded text is made storable: everything below (shield rules, block
+  // record, thread, Email row, attachment rows) sees the cleaned values.
+  const { value: email, sanitized } = sanitizeForPostgres(decoded);
+  if (sanitized.length) deps.logger.info({ spoolRecipientId, sanitized }, "replaced characters Postgres cannot store");
   const contentHash = bodyHash(raw);
-  const decision = await (deps.shield ?? deliverAll)({
+  const shieldInput: ShieldInput = {
     accountId: rcpt.accountId,
     domainId: rcpt.domainId,
     addressId: rcpt.addressId,
     recipient: rcpt.recipient,
     email,
     verdicts: { ...auth, spam: spam.verdict },
+  };
+  const decision = await (deps.shield ?? deliverAll)(shieldInput).catch((err: unknown) => {
+    // A message past its budget is stored whatever happens: rules that cannot be evaluated for it
+    // leave it to the address's own destination, like a message no rule matches.
+    if (!opts.failed || isDependencyOutage(err)) throw err;
+    deps.logger.warn({ spoolRecipientId, err: (err as Error).message }, "shield rules failed; delivering as unmatched");
+    return deliverAll();
   });
 
   if (decision.action === "block") {
@@ -269,6 +300,7 @@ export async function processRecipient(deps: ProcessDeps, spoolRecipientId: stri
         toAddresses: email.toAddresses,
         ccAddresses: email.ccAddresses,
         replyTo: email.replyTo,
+        sanitized,
         subject: email.subject,
         textBody: email.textBody,
         htmlBody: email.htmlBody,

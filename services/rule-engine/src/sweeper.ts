@@ -6,40 +6,69 @@ import { enqueue, type Queue } from "@mailroom/queues";
  * Postgres, not Redis, is the source of truth for accepted mail: a recipient still `pending` long
  * after it was spooled lost its job (Redis restarted without persistence, a crash between commit and
  * enqueue). Queue it again; the job id makes that a no-op when the job is in fact still there.
+ *
+ * Pages through every such recipient, oldest first (keyset on createdAt, id), however many are
+ * ahead: a backlog of messages that are retrying (poison, or a long outage) must not hide the ones
+ * behind it whose jobs are gone. Recipients whose job is still in Redis are skipped with one
+ * pipelined round trip per page.
  */
 export async function sweepPendingRecipients(
   prisma: PrismaClient,
   queue: Queue,
   logger: Logger,
-  { olderThanMs = 120_000, limit = 500, now = new Date() } = {},
+  { olderThanMs = 120_000, pageSize = 500, now = new Date() } = {},
 ): Promise<number> {
-  const stale = await prisma.spoolRecipient.findMany({
-    // `storing`: stored, but the attachment bytes may not have been written (process died).
-    where: { status: { in: ["pending", "storing"] }, createdAt: { lt: new Date(now.getTime() - olderThanMs) } },
-    select: { id: true },
-    orderBy: { createdAt: "asc" },
-    take: limit,
-  });
+  const cutoff = new Date(now.getTime() - olderThanMs);
+  let after: { createdAt: Date; id: string } | undefined;
   let requeued = 0;
-  for (const { id } of stale) {
+  for (;;) {
+    const page: { id: string; createdAt: Date }[] = await prisma.spoolRecipient.findMany({
+      where: {
+        // `storing`: stored, but the attachment bytes may not have been written (process died).
+        status: { in: ["pending", "storing"] },
+        createdAt: { lt: cutoff },
+        ...(after
+          ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] }
+          : {}),
+      },
+      select: { id: true, createdAt: true },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      take: pageSize,
+    });
+    if (page.length === 0) break;
+    requeued += await requeueMissing(
+      queue,
+      logger,
+      page.map((r) => r.id),
+    );
+    if (page.length < pageSize) break;
+    after = page[page.length - 1];
+  }
+  if (requeued) logger.warn({ requeued }, "re-queued spooled recipients whose jobs were missing");
+  return requeued;
+}
+
+/** Queues the ids whose job is gone, gives a fresh budget to those BullMQ gave up on; skips the rest. */
+async function requeueMissing(queue: Queue, logger: Logger, ids: string[]): Promise<number> {
+  // Issued together, so ioredis writes them back to back: about one round trip for the page.
+  const states = await Promise.all(ids.map((id) => queue.getJobState(id).catch((err: Error) => err)));
+  let requeued = 0;
+  for (const [i, id] of ids.entries()) {
+    const state = states[i];
     try {
-      const job = await queue.getJob(id);
-      if (job) {
+      if (state instanceof Error) throw state;
+      if (state === "failed") {
         // BullMQ gave up on it (its attempts ran out, e.g. while Postgres was down): a fresh budget.
-        if (await job.isFailed()) {
-          await job.retry("failed", { resetAttemptsMade: true });
-          requeued++;
-        }
-        continue;
-      }
-      await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id });
+        await (await queue.getJob(id))?.retry("failed", { resetAttemptsMade: true });
+      } else if (state === "unknown") {
+        await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id });
+      } else continue; // waiting, delayed, active…: still there
       requeued++;
     } catch (err) {
       // One recipient (e.g. retried by another sweeper a moment ago) must not stop the pass.
       logger.warn({ spoolRecipientId: id, err: (err as Error).message }, "could not re-queue recipient");
     }
   }
-  if (requeued) logger.warn({ requeued }, "re-queued spooled recipients whose jobs were missing");
   return requeued;
 }
 

@@ -1,7 +1,8 @@
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
+import { processWithBudget } from "./attempts.ts";
 import { createParser } from "./parse.ts";
-import { type ProcessDeps, processRecipient } from "./process.ts";
+import type { ProcessDeps } from "./process.ts";
 import { createShield } from "./shield.ts";
 import { purgeUnusedSpools, sweepPendingRecipients } from "./sweeper.ts";
 
@@ -19,6 +20,10 @@ export function startRuleEngine(
     sweepAfterMs?: number;
     /** BullMQ job lock; a crashed worker's job is taken over once it lapses (default 30 s). */
     lockDurationMs?: number;
+    /** Tries before a message is stored as PROCESSING_FAILED (default 5; attempts.ts). */
+    maxTries?: number;
+    /** Recipients the sweeper reads per query; it pages through all of them (default 500). */
+    sweepPageSize?: number;
   },
 ): RuleEngine {
   const parser = deps.parser ?? createParser({ threads: deps.concurrency });
@@ -26,7 +31,7 @@ export function startRuleEngine(
   const worker = createWorker(
     "inbound",
     async ({ spoolRecipientId }) => {
-      await processRecipient(processDeps, spoolRecipientId);
+      await processWithBudget(processDeps, spoolRecipientId, deps.maxTries);
     },
     {
       connection: deps.connection,
@@ -43,7 +48,8 @@ export function startRuleEngine(
     if (sweeping) return; // one pass at a time
     sweeping = true;
     const age = deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {};
-    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, age)
+    const page = deps.sweepPageSize !== undefined ? { pageSize: deps.sweepPageSize } : {};
+    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, { ...age, ...page })
       .then(() => purgeUnusedSpools(deps.prisma, deps.logger, age))
       .catch((err) => deps.logger.warn({ err: (err as Error).message }, "sweep failed"))
       .finally(() => {

@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { emailView } from "@mailroom/core";
+import { createPrisma, type PrismaClient } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { waitFor } from "@mailroom/testing";
+import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
+import { DEFAULT_MAX_TRIES, processWithBudget } from "../src/attempts.ts";
+import { isDependencyOutage } from "../src/outage.ts";
+import type { ProcessDeps } from "../src/process.ts";
+import { type PgProxy, startPgProxy } from "./pg-proxy.ts";
+import { type Pipeline, startPipeline } from "./pipeline.ts";
+
+const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+const noDns = async () => {
+  throw Object.assign(new Error("no DNS in this test"), { code: "ENOTFOUND" });
+};
+
+/**
+ * A message whose processing throws every time on today's code, even once NUL bytes are cleaned:
+ * a Message-ID of ~4 KB that does not compress exceeds the btree limit of the (accountId,
+ * messageId) index, so the Email insert fails (54000). If that insert is ever made to succeed,
+ * pick another message that really fails: these tests need a real poison, not a mock.
+ */
+export function poisonMessage(to: string, subject = "poison"): string {
+  const id = Array.from({ length: 400 }, () => Math.random().toString(36).slice(2)).join("");
+  return [
+    "From: Mallory <mallory@outside.example>",
+    `To: ${to}`,
+    `Subject: ${subject}`,
+    `Message-ID: <${id}@outside.example>`,
+    "",
+    "body",
+    "",
+  ].join("\r\n");
+}
+
+/**
+ * The processing budget (attempts.ts): a poison message ends stored as PROCESSING_FAILED after a
+ * bounded number of tries, counted in Postgres; a dependency outage never counts. The worker is
+ * not running here: each test drives processWithBudget as the inbound job does, try after try.
+ */
+describe("poison messages", () => {
+  let p: Pipeline;
+  let d: Seeded;
+  let endpointId: string;
+  let deps: ProcessDeps;
+
+  beforeAll(async () => {
+    p = await startPipeline({ engine: false });
+    d = await seedDomain(p.prisma, "poison.example");
+    endpointId = await seedEndpoint(p.prisma, d.accountId, "http://127.0.0.1:9/hook");
+    await seedAddress(p.prisma, d, "in", { endpointId });
+    deps = {
+      prisma: p.prisma,
+      deliveryQueue: p.deliveryQueue,
+      logger,
+      resolver: noDns,
+      mtaHostname: "mx.mailroom.test",
+    };
+  });
+  afterAll(async () => {
+    await p?.stop();
+  });
+
+  /** Accepted over SMTP; its job removed so only the test drives it. */
+  const accept = async (raw: string) => {
+    const r = await p.sendRaw("mallory@outside.example", ["in@poison.example"], raw);
+    expect(r.response).toMatch(/^250 /);
+    const rcpt = await p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: r.spoolId! } });
+    await (await p.queue.getJob(rcpt.id))?.remove();
+    return { spoolId: r.spoolId!, rcptId: rcpt.id };
+  };
+
+  it("fails its first tries, then is stored from its raw bytes as PROCESSING_FAILED, with its deliveries", async () => {
+    const { spoolId, rcptId } = await accept(poisonMessage("in@poison.example", "still readable"));
+    for (let i = 1; i < DEFAULT_MAX_TRIES; i++) {
+      await expect(processWithBudget(deps, rcptId)).rejects.toThrow();
+      const row = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
+      expect(row).toMatchObject({ status: "pending", attempts: i });
+      expect(row.lastError).toMatch(/index row|54000/);
+    }
+    const last = await processWithBudget(deps, rcptId);
+    expect(last).toMatchObject({ outcome: "stored", parsed: false });
+
+    const rcpt = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
+    expect(rcpt).toMatchObject({ status: "stored", attempts: DEFAULT_MAX_TRIES });
+    const email = await p.prisma.email.findFirstOrThrow({
+      where: { spoolId },
+      include: { deliveries: true, attachments: true },
+    });
+    expect(email).toMatchObject({
+      subject: "still readable", // the minimal parse reads what headers it safely can
+      fromAddress: "mallory@outside.example",
+      spamVerdict: "PROCESSING_FAILED",
+      spfVerdict: "PROCESSING_FAILED",
+      dkimVerdict: "PROCESSING_FAILED",
+      dmarcVerdict: "PROCESSING_FAILED",
+    });
+    expect(email.messageId.length).toBeLessThanOrEqual(998);
+    expect(email.deliveries.map((x) => x.endpointId)).toEqual([endpointId]);
+    expect(await p.deliveryQueue.getJob(`${email.deliveries[0]!.id}.1`)).toBeTruthy();
+    expect(emailView(email, email.attachments, "http://api.test")).toMatchObject({ spfVerdict: "PROCESSING_FAILED" });
+    // The raw bytes are kept for GET /emails/{id}/raw.
+    expect(await p.prisma.spooledMessage.count({ where: { id: spoolId } })).toBe(1);
+  });
+
+  it("a message whose tries died with the process (counted when they began) is stored as PROCESSING_FAILED", async () => {
+    const { spoolId, rcptId } = await accept(poisonMessage("in@poison.example"));
+    // Five tries began and none got as far as recording its failure (e.g. the process was killed).
+    await p.prisma.spoolRecipient.update({ where: { id: rcptId }, data: { attempts: DEFAULT_MAX_TRIES } });
+    expect(await processWithBudget(deps, rcptId)).toMatchObject({ outcome: "stored", parsed: false });
+    const email = await p.prisma.email.findFirstOrThrow({ where: { spoolId } });
+    expect(email.spamVerdict).toBe("PROCESSING_FAILED");
+  });
+
+  describe("Postgres unreachable", () => {
+    let proxy: PgProxy;
+    let proxied: PrismaClient;
+    beforeAll(async () => {
+      proxy = await startPgProxy(p.env.databaseUrl);
+      proxied = createPrisma(proxy.url, { max: 2 });
+    });
+    afterAll(async () => {
+      await proxied?.$disconnect().catch(() => undefined);
+      await proxy?.close();
+    });
+
+    it("more failed tries than the budget while Postgres is down count nothing; the mail is then stored normally", async () => {
+      const { spoolId, rcptId } = await accept(
+        "From: a@outside.example\r\nTo: in@poison.example\r\nSubject: good\r\n\r\nbody\r\n",
+      );
+      proxy.down();
+      for (let i = 0; i < DEFAULT_MAX_TRIES + 2; i++) {
+        const err = await processWithBudget({ ...deps, prisma: proxied }, rcptId).catch((e: unknown) => e);
+        expect(isDependencyOutage(err)).toBe(true);
+      }
+      proxy.up();
+      expect(await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } })).toMatchObject({
+        status: "pending",
+        attempts: 0,
+      });
+      expect(await processWithBudget({ ...deps, prisma: proxied }, rcptId)).toMatchObject({ outcome: "stored" });
+      const email = await p.prisma.email.findFirstOrThrow({ where: { spoolId } });
+      expect(email.spfVerdict).not.toBe("PROCESSING_FAILED");
+      expect(email.spamVerdict).not.toBe("PROCESSING_FAILED");
+    });
+
+    it("a try cut in the middle by an outage is given back once Postgres returns", async () => {
+      const { rcptId } = await accept(
+        "From: a@outside.example\r\nTo: in@poison.example\r\nSubject: cut\r\n\r\nbody\r\n",
+      );
+      let cut = false;
+      const cutting: ProcessDeps = {
+        ...deps,
+        prisma: proxied,
+        // Runs after the try was counted: Postgres goes away, and the next query fails for real.
+        shield: async () => {
+          proxy.down();
+          try {
+            await proxied.shieldRule.count();
+          } finally {
+            cut = true;
+          }
+          throw new Error("unreachable");
+        },
+      };
+      const run = processWithBudget(cutting, rcptId).catch((e: unknown) => e);
+      await waitFor(async () => cut, { what: "the cut" });
+      proxy.up();
+      expect(isDependencyOutage(await run)).toBe(true);
+      const row = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
+      expect(row).toMatchObject({ status: "pending", attempts: 0 });
+    });
+  });
+});
