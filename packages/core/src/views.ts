@@ -123,6 +123,8 @@ export type EmailRow = {
   dkimVerdict: string;
   dmarcVerdict: string;
   receivedAt: Date;
+  /** Fields whose decoded text had characters Postgres cannot store replaced (absent = none). */
+  sanitized?: string[];
   /** Outbound only: relay hand-off state (absent or null on inbound mail). */
   sendStatus?: string | null;
   sendAttempts?: number;
@@ -172,13 +174,20 @@ export function emailView(e: EmailRow, attachments: readonly AttachmentRow[], ap
     dkimVerdict: e.dkimVerdict,
     dmarcVerdict: e.dmarcVerdict,
     receivedAt: e.receivedAt.toISOString(),
+    sanitized: e.sanitized ?? [],
     send: sendView(e),
   };
 }
 
 export type EmailView = ReturnType<typeof emailView>;
 
-export function emailSummaryView(e: EmailRow, attachmentCount: number) {
+/** What a list entry shows; the list query selects only these columns. */
+export type EmailSummaryRow = Pick<
+  EmailRow,
+  "id" | "direction" | "threadId" | "messageId" | "fromAddress" | "toAddresses" | "subject" | "spamVerdict" | "receivedAt"
+>;
+
+export function emailSummaryView(e: EmailSummaryRow, attachmentCount: number) {
   return {
     id: e.id,
     direction: e.direction,

@@ -97,6 +97,13 @@ export const emailSchema = z.strictObject({
   dkimVerdict: z.string(),
   dmarcVerdict: z.string(),
   receivedAt: timestamp,
+  sanitized: z
+    .array(z.string())
+    .describe(
+      "fields (e.g. subject, textBody, headers.value, attachments.filename) whose decoded text held characters " +
+        "Postgres cannot store (U+0000, lone surrogates), each replaced with U+FFFD; the raw message is unchanged. " +
+        "Usually empty",
+    ),
   send: z
     .strictObject({
       status: z.enum(["queued", "sending", "retrying", "sent", "failed"]),
