@@ -168,6 +168,10 @@ describe("rule engine durability", () => {
       const emails = await p.prisma.email.findMany({ where: { spoolId }, include: { deliveries: true } });
       expect(emails).toHaveLength(1);
       expect(emails[0]!.deliveries).toHaveLength(1);
+      // An outage is not a poison message: processed normally, and no try counted while it lasted.
+      expect(emails[0]!.spamVerdict).not.toBe("PROCESSING_FAILED");
+      expect(emails[0]!.spfVerdict).not.toBe("PROCESSING_FAILED");
+      expect((await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } })).attempts).toBe(1);
     }, 60_000);
   });
 });
