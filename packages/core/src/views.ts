@@ -184,7 +184,15 @@ export type EmailView = ReturnType<typeof emailView>;
 /** What a list entry shows; the list query selects only these columns. */
 export type EmailSummaryRow = Pick<
   EmailRow,
-  "id" | "direction" | "threadId" | "messageId" | "fromAddress" | "toAddresses" | "subject" | "spamVerdict" | "receivedAt"
+  | "id"
+  | "direction"
+  | "threadId"
+  | "messageId"
+  | "fromAddress"
+  | "toAddresses"
+  | "subject"
+  | "spamVerdict"
+  | "receivedAt"
 >;
 
 export function emailSummaryView(e: EmailSummaryRow, attachmentCount: number) {

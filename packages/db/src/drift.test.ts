@@ -13,7 +13,7 @@ import { prismaDiffScript, root, withUrl } from "../../../scripts/prisma6.mjs";
 
 // Objects Prisma's schema language cannot express, written by hand into a migration (e.g. a GIN
 // full-text index). They exist only on the migrations side; list them here by name.
-const HAND_WRITTEN_INDEXES = new Set<string>(["emails_search_idx"]);
+const HAND_WRITTEN_INDEXES = new Set<string>(["emails_search_idx", "emails_from_trgm_idx"]);
 
 type Catalog = { columns: string[]; indexes: string[]; constraints: string[] };
 
