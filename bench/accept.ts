@@ -24,6 +24,7 @@ import { flags, percentile } from "./lib/stats.ts";
 import { ensureDebianTool } from "./lib/tools.ts";
 
 const run = promisify(execFile);
+const BENCH = "bench:accept";
 const f = flags();
 const long = f.has("long");
 const rounds = f.num("rounds", long ? 5 : 3);
@@ -36,11 +37,11 @@ ensureDebianTool(POSTFIX, "postfix");
 ensureDebianTool(SMTP_SOURCE, "postfix");
 
 header(
-  "bench:accept",
+  BENCH,
   `${rounds} interleaved rounds; messages per trial ×${scale}; loads: node generator and smtp-source, 1 and 20 connections, 10 KB and 100 KB`,
 );
 
-const env = await benchEnv("accept");
+const env = await benchEnv(BENCH);
 const spoolDir = mkdtempSync(join(tmpdir(), "mailroom-bench-fsync-"));
 let postfix: Awaited<ReturnType<typeof startPostfixRelay>> | undefined;
 try {

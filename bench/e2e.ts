@@ -18,6 +18,7 @@ import { fmt, footer, header, load, table } from "./lib/report.ts";
 import { closedLoop, type Envelope, type LoadResult, openLoop } from "./lib/smtp-load.ts";
 import { flags, latency } from "./lib/stats.ts";
 
+const BENCH = "bench:e2e";
 const f = flags();
 const seconds = f.num("seconds", 60);
 const saturation = f.num("saturation", 1000);
@@ -28,12 +29,12 @@ const DOMAIN = "bench-e2e.example";
 const SERVICES = ["api", "smtp-ingest", "rule-engine", "webhook-dispatcher", "domain-verifier", "outbound-sender"];
 
 header(
-  "bench:e2e",
+  BENCH,
   `offered 10 and 50 msg/s for ${seconds} s, saturation ${saturation} messages over 20 connections; ` +
     `DNS fast vs ${slowMs} ms per answer; ${domainsPerTrial} sender domains per trial; ${rounds} round(s)`,
 );
 
-const env = await benchEnv("e2e");
+const env = await benchEnv(BENCH);
 const dns = await startDnsServer();
 // Real senders publish TTLs of minutes; the server's default of 0 would forbid any cache.
 (dns as DnsServer & { setTtl?: (s: number) => void }).setTtl?.(300);
@@ -104,9 +105,9 @@ try {
     lat: ReturnType<typeof latency>;
     stages: Record<string, number>;
   };
-  async function trial(mode: "fast" | "slow", rate: number | "saturation"): Promise<R> {
+  async function trial(mode: "fast" | "slow", rate: number | "saturation", forSeconds = seconds): Promise<R> {
     const tag = `t${++trialNo}${mode}`;
-    const count = rate === "saturation" ? saturation : Math.round(rate * seconds);
+    const count = rate === "saturation" ? saturation : Math.round(rate * forSeconds);
     const { envs, messages } = await prepare(tag, count);
     dns.setDelay(mode === "slow" ? slowMs : 0);
     const acceptedAt = new Map<number, number>();
@@ -167,7 +168,7 @@ try {
   }
 
   // Warm-up, not measured: the processes' pools, worker threads and JIT.
-  await trial("fast", 20).catch((err) => {
+  await trial("fast", 20, 5).catch((err) => {
     throw new Error(`warm-up failed: ${(err as Error).message}`);
   });
 

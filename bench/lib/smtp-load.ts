@@ -98,14 +98,18 @@ export type LoadResult = { sent: number; failed: number; seconds: number; rate: 
  * Closed loop: `connections` sessions share `count` messages, each sending its next one when the
  * previous got its 250. `message(i)` may vary the content; `onAccepted` sees each 250 as it comes.
  */
-export async function closedLoop(opts: {
+export type LoopOptions = {
   port: number;
   connections: number;
   count: number;
+  /** One envelope for all messages, or one per message number. */
   env: Envelope | ((i: number) => Envelope);
   message: (i: number) => Buffer;
+  /** Called at each 250 with the message number and performance.now(). */
   onAccepted?: (i: number, at: number) => void;
-}): Promise<LoadResult> {
+};
+
+export async function closedLoop(opts: LoopOptions): Promise<LoadResult> {
   const conns = await Promise.all(Array.from({ length: opts.connections }, () => openSmtp(opts.port)));
   const envOf = envelopeOf(opts.env);
   const latenciesMs: number[] = [];
@@ -137,15 +141,7 @@ export async function closedLoop(opts: {
  * would send), over a pool of `connections` sessions; a message waits for a free session when all
  * are busy, so a server slower than the offered rate shows as a lower achieved rate.
  */
-export async function openLoop(opts: {
-  port: number;
-  rate: number;
-  count: number;
-  connections: number;
-  env: Envelope | ((i: number) => Envelope);
-  message: (i: number) => Buffer;
-  onAccepted?: (i: number, at: number) => void;
-}): Promise<LoadResult> {
+export async function openLoop(opts: LoopOptions & { rate: number }): Promise<LoadResult> {
   const conns = await Promise.all(Array.from({ length: opts.connections }, () => openSmtp(opts.port)));
   const envOf = envelopeOf(opts.env);
   const idle = [...conns];

@@ -1,0 +1,176 @@
+// bench:dispatch — deliveries per second from the webhook-dispatcher process (its main.ts, default
+// settings) to a fast local receiver, against a bare `got` loop POSTing the same bodies at the same
+// concurrency; then the same deliveries with a second endpoint beside them that hangs (answers after
+// its timeout) or answers 500, to show what a bad endpoint costs the healthy one.
+// Run: npm run -s bench:dispatch [-- --deliveries 1000 --rounds 3 --concurrency 16]
+import { performance } from "node:perf_hooks";
+import { newId } from "@mailroom/db";
+import { createQueue, createRedis } from "@mailroom/queues";
+import { type Receiver, startReceiver } from "@mailroom/testing";
+import got from "got";
+import { seedDomain, seedEndpoint } from "../services/smtp-ingest/test/harness.ts";
+import { enqueueAttempt } from "../services/webhook-dispatcher/src/dispatch.ts";
+import { benchEnv } from "./lib/env.ts";
+import { interleave, medianOf } from "./lib/interleave.ts";
+import { memoryMB, startService, stopAll } from "./lib/procs.ts";
+import { footer, header, load, ratio, table } from "./lib/report.ts";
+import { copyRows, EMAIL_COLUMNS, emailRows } from "./lib/seed.ts";
+import { flags } from "./lib/stats.ts";
+
+const BENCH = "bench:dispatch";
+const f = flags();
+const N = f.num("deliveries", 1000);
+const rounds = f.num("rounds", 3);
+const concurrency = f.num("concurrency", 16);
+
+header(
+  BENCH,
+  `${N} deliveries per trial, dispatcher concurrency ${concurrency} (default endpoint concurrency), ${rounds} rounds`,
+);
+
+const env = await benchEnv(BENCH);
+const receivers: Receiver[] = [];
+const receiver = async () => {
+  const r = await startReceiver();
+  receivers.push(r);
+  return r;
+};
+try {
+  const healthy = await receiver();
+  const bad = await receiver();
+  const d = await seedDomain(env.prisma, "bench-dispatch.example", { plan: "scale" });
+  const goodEp = await seedEndpoint(env.prisma, d.accountId, `${healthy.url}/hook`);
+  const badEp = await seedEndpoint(env.prisma, d.accountId, `${bad.url}/hook`); // timeoutSeconds 5
+  const threadId = newId("thread");
+  await env.pool.query(
+    `INSERT INTO threads (id, "accountId", subject, "lastMessageAt") VALUES ($1, $2, 'bench', now())`,
+    [threadId, d.accountId],
+  );
+  const owner = { accountId: d.accountId, domainId: d.domainId, threadId, recipient: "in@bench-dispatch.example" };
+
+  const producer = createRedis(env.redisUrl, "producer");
+  const queue = createQueue("delivery", { connection: producer, prefix: env.redisPrefix });
+  const dispatcher = startService("webhook-dispatcher", {
+    ...env.serviceEnv,
+    ALLOW_PRIVATE_DESTINATIONS: "true",
+    DISPATCHER_CONCURRENCY: String(concurrency),
+  });
+
+  let emailNo = 0;
+  /** `n` stored emails with a pending delivery each to `endpointId`, and their first-attempt jobs. */
+  async function deliveries(n: number, endpointId: string): Promise<string[]> {
+    const from = emailNo;
+    emailNo += n;
+    await copyRows(
+      env.databaseUrl,
+      "emails",
+      EMAIL_COLUMNS,
+      emailRows({
+        from,
+        to: from + n,
+        owner: () => owner,
+        sender: (i) => `s${i % 50}@sender.test`,
+        newest: new Date(),
+      }),
+    );
+    const ids = Array.from({ length: n }, () => newId("delivery"));
+    await copyRows(
+      env.databaseUrl,
+      "deliveries",
+      ["id", "accountId", "emailId", "endpointId", "maxAttempts"],
+      ids.map((id, k) => [id, d.accountId, `em_bench${(from + k).toString(36).padStart(10, "0")}`, endpointId, 5]),
+    );
+    return ids;
+  }
+  const enqueue = async (ids: string[]) => {
+    for (let k = 0; k < ids.length; k += 200) {
+      await Promise.all(ids.slice(k, k + 200).map((id) => enqueueAttempt(queue, id, 1, new Date())));
+    }
+  };
+  const rateOf = (r: Receiver) => {
+    const times = r.requests.map((q) => q.receivedAt);
+    return (times.length - 1) / ((Math.max(...times) - Math.min(...times)) / 1000);
+  };
+  const waitFor = async (r: Receiver, n: number) => {
+    const deadline = Date.now() + 60_000 + n * 100;
+    while (r.requests.length < n) {
+      if (Date.now() > deadline) throw new Error(`only ${r.requests.length}/${n} deliveries arrived`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  };
+
+  /** The dispatcher's rate to the healthy endpoint, with `badKind` deliveries beside it (as many). */
+  async function dispatcherTrial(badKind: "none" | "hang" | "500"): Promise<number> {
+    healthy.requests.length = 0;
+    bad.requests.length = 0;
+    bad.respond(() => (badKind === "hang" ? { status: 200, delayMs: 30_000 } : { status: 500, body: "no" }));
+    const good = await deliveries(N, goodEp);
+    const other = badKind === "none" ? [] : await deliveries(N, badEp);
+    // Interleaved, as mail for both endpoints would arrive.
+    await enqueue(good.flatMap((id, k) => (other[k] ? [id, other[k] as string] : [id])));
+    await waitFor(healthy, N);
+    const rate = rateOf(healthy);
+    // Retire the bad endpoint's deliveries so that their retries do not run into later trials.
+    if (other.length) await env.pool.query(`UPDATE deliveries SET status = 'dead' WHERE "endpointId" = $1`, [badEp]);
+    return rate;
+  }
+
+  /** The floor: got POSTing a real webhook body as often, at the same concurrency. */
+  async function gotTrial(body: Buffer): Promise<number> {
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next++ < N) {
+          await got.post(`${healthy.url}/hook`, {
+            body,
+            headers: { "content-type": "application/json" },
+            timeout: { request: 5_000 },
+            retry: { limit: 0 },
+          });
+        }
+      }),
+    );
+    return N / ((performance.now() - t0) / 1000);
+  }
+
+  // Warm-up, which also gives the got loop a real payload to send.
+  await dispatcherTrial("none");
+  const gotBody = healthy.requests[0]?.body ?? Buffer.from("{}");
+  console.log(`webhook body: ${gotBody.length} bytes — ${load()}`);
+
+  const results = await interleave<number>(
+    rounds,
+    [
+      { name: "dispatcher", run: () => dispatcherTrial("none") },
+      { name: "got loop", run: () => gotTrial(gotBody) },
+      { name: "dispatcher + hanging endpoint", run: () => dispatcherTrial("hang") },
+      { name: "dispatcher + 500 endpoint", run: () => dispatcherTrial("500") },
+    ],
+    (name, round, r) => console.log(`round ${round + 1} ${name}: ${r.toFixed(1)}/s — ${load()}`),
+  );
+  const med = (name: string) => medianOf(results.get(name), (r) => r);
+  const alone = med("dispatcher");
+  const floor = med("got loop");
+  console.log("\nDeliveries per second to the healthy endpoint, medians of the rounds");
+  table(
+    ["run", "deliveries/s", "÷ got loop", "healthy endpoint's drop"],
+    [
+      ["dispatcher (alone)", alone, ratio(alone, floor), "–"],
+      [`bare got loop, concurrency ${concurrency}`, floor, "1.00×", "–"],
+      ...(["hanging", "500"] as const).map((k) => {
+        const r = med(`dispatcher + ${k} endpoint`);
+        return [`dispatcher + ${k} endpoint`, r, ratio(r, floor), `${(100 * (1 - r / alone)).toFixed(1)} %`];
+      }),
+    ],
+  );
+  const m = memoryMB(dispatcher.pid);
+  console.log(`\nwebhook-dispatcher memory: peak ${m.peak.toFixed(0)} MB, now ${m.now.toFixed(0)} MB`);
+  footer();
+  await queue.close();
+  producer.disconnect();
+} finally {
+  await stopAll();
+  for (const r of receivers) await r.close();
+  await env.close();
+}
