@@ -82,26 +82,38 @@ function errno(code: string, message: string): NodeJS.ErrnoException {
  * exactly the addresses checked here, so a DNS answer that changes between check and connect (DNS
  * rebinding) cannot redirect the request. Two gaps the caller must close (guardedRequest does):
  * Node skips `lookup` for IP-literal hosts, so run `validateEndpointUrl` first; and a keep-alive
- * agent reuses pooled sockets without any lookup, so use an agent that does not pool.
+ * agent reuses pooled sockets without any lookup, so use an agent that does not pool, or one keyed
+ * by the checked addresses (pool.ts).
  */
 export function createGuardedLookup(opts: GuardOptions): LookupFunction {
   return (hostname, options, callback) => {
+    resolveChecked(hostname, opts).then(
+      (addresses) => fixedLookup(addresses)(hostname, options, callback),
+      (err: NodeJS.ErrnoException) => {
+        const all = typeof options === "object" && options !== null && options.all;
+        callback(err, all ? [] : "");
+      },
+    );
+  };
+}
+
+/**
+ * A `dns.lookup` that answers with `addresses` (already checked by `resolveChecked`) whatever the
+ * host: a connection made with it can only reach those addresses.
+ */
+export function fixedLookup(addresses: readonly string[]): LookupFunction {
+  return (hostname, options, callback) => {
     const o: LookupOptions = typeof options === "object" && options !== null ? options : {};
     const family = o.family === "IPv4" ? 4 : o.family === "IPv6" ? 6 : (o.family ?? 0);
-    resolveChecked(hostname, opts).then(
-      (addresses) => {
-        let list: LookupAddress[] = addresses
-          .map((address) => ({ address, family: isIP(address) }))
-          .filter((a) => family === 0 || a.family === family);
-        if (o.order === "ipv6first") list = [...list].sort((a, b) => b.family - a.family);
-        else if (o.order !== "verbatim") list = [...list].sort((a, b) => a.family - b.family);
-        const [first] = list;
-        if (!first) return callback(errno("ENOTFOUND", `no IPv${family} address for ${hostname}`), o.all ? [] : "");
-        if (o.all) callback(null, list);
-        else callback(null, first.address, first.family);
-      },
-      (err: NodeJS.ErrnoException) => callback(err, o.all ? [] : ""),
-    );
+    let list: LookupAddress[] = addresses
+      .map((address) => ({ address, family: isIP(address) }))
+      .filter((a) => family === 0 || a.family === family);
+    if (o.order === "ipv6first") list = [...list].sort((a, b) => b.family - a.family);
+    else if (o.order !== "verbatim") list = [...list].sort((a, b) => a.family - b.family);
+    const [first] = list;
+    if (!first) return callback(errno("ENOTFOUND", `no IPv${family} address for ${hostname}`), o.all ? [] : "");
+    if (o.all) callback(null, list);
+    else callback(null, first.address, first.family);
   };
 }
 

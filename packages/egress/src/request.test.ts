@@ -1,7 +1,9 @@
 import dns from "node:dns";
+import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { type DnsServer, type Receiver, startDnsServer, startReceiver } from "@mailroom/testing";
+import { type ConnectionPool, createConnectionPool } from "./pool.ts";
 import { guardedRequest, MAX_RESPONSE_BODY_BYTES } from "./request.ts";
 
 let receiver: Receiver;
@@ -21,6 +23,7 @@ beforeEach(() => {
 });
 
 const port = () => new URL(receiver.url).port;
+let pool: ConnectionPool | undefined;
 const post = (url: string, extra: { allowPrivate?: boolean; timeoutMs?: number } = {}) =>
   guardedRequest({
     url,
@@ -29,9 +32,22 @@ const post = (url: string, extra: { allowPrivate?: boolean; timeoutMs?: number }
     timeoutMs: extra.timeoutMs ?? 2_000,
     resolver,
     allowPrivate: extra.allowPrivate ?? false,
+    ...(pool ? { pool } : {}),
   });
 
-describe("guardedRequest", () => {
+// Every behaviour holds with fresh connections and with the keep-alive pool the dispatcher uses.
+describe.each([
+  ["fresh connections", false],
+  ["keep-alive pool", true],
+])("guardedRequest (%s)", (_, pooled) => {
+  beforeAll(() => {
+    pool = pooled ? createConnectionPool() : undefined;
+  });
+  afterAll(() => {
+    pool?.close();
+    pool = undefined;
+  });
+
   it("POSTs the body and headers and reports status, body and duration", async () => {
     receiver.respond(() => ({ status: 202, body: "accepted" }));
     const res = await post(`${receiver.url}/hook?x=1`, { allowPrivate: true });
@@ -140,6 +156,74 @@ describe("guardedRequest", () => {
 
   it("maps a malformed URL to unreachable instead of throwing", async () => {
     expect(await post("not a url")).toMatchObject({ status: null, error: "unreachable: ERR_INVALID_URL" });
+  });
+});
+
+describe("keep-alive pool", () => {
+  const servers: http.Server[] = [];
+  /** A server on `host` that counts its connections and names itself in the body. */
+  const serve = async (host: string, port = 0) => {
+    const server = http.createServer((req, res) => req.resume().on("end", () => res.end(host)));
+    const stats = { connections: 0 };
+    server.on("connection", () => stats.connections++);
+    await new Promise<void>((resolve) => server.listen(port, host, resolve));
+    servers.push(server);
+    return { port: (server.address() as net.AddressInfo).port, stats };
+  };
+  afterAll(async () => {
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    }
+  });
+  const send = (p: ConnectionPool, url: string, allowPrivate = true) =>
+    guardedRequest({ url, body: "{}", timeoutMs: 2_000, resolver, allowPrivate, pool: p });
+
+  it("reuses one connection for consecutive requests to the same checked address", async () => {
+    const p = createConnectionPool();
+    try {
+      const a = await serve("127.0.0.1");
+      for (let i = 0; i < 5; i++) {
+        expect(await send(p, `http://127.0.0.1:${a.port}/`)).toMatchObject({ status: 200, body: "127.0.0.1" });
+      }
+      expect(a.stats.connections).toBe(1);
+    } finally {
+      p.close();
+    }
+  });
+
+  it("a host whose DNS answer changed gets a new connection to the new address, not the pooled one", async () => {
+    const p = createConnectionPool();
+    try {
+      const a = await serve("127.0.0.1");
+      const b = await serve("127.0.0.2", a.port); // same port, another loopback address
+      dnsServer.set("rebind.test", "A", ["127.0.0.1"]);
+      const url = `http://rebind.test:${a.port}/`;
+      expect(await send(p, url)).toMatchObject({ status: 200, body: "127.0.0.1" });
+      dnsServer.set("rebind.test", "A", ["127.0.0.2"]);
+      expect(await send(p, url)).toMatchObject({ status: 200, body: "127.0.0.2" });
+      expect([a.stats.connections, b.stats.connections]).toEqual([1, 1]);
+    } finally {
+      p.close();
+    }
+  });
+
+  it("checks the host at every request, even with a warm connection to it", async () => {
+    const p = createConnectionPool();
+    try {
+      const a = await serve("127.0.0.1");
+      dnsServer.set("warm.test", "A", ["127.0.0.1"]);
+      const url = `http://warm.test:${a.port}/`;
+      expect(await send(p, url)).toMatchObject({ status: 200 });
+      const asked = dnsServer.queries.filter((q) => q.name === "warm.test").length;
+      const refused = await send(p, url, false);
+      expect(refused.error).toBe("non-public URL: warm.test resolves to 127.0.0.1: loopback address (127.0.0.0/8)");
+      expect(await send(p, url)).toMatchObject({ status: 200 });
+      expect(dnsServer.queries.filter((q) => q.name === "warm.test").length).toBeGreaterThan(asked);
+      expect(a.stats.connections).toBe(1);
+    } finally {
+      p.close();
+    }
   });
 });
 

@@ -1,10 +1,19 @@
 import http from "node:http";
 import https from "node:https";
+import type { LookupFunction } from "node:net";
 import { performance } from "node:perf_hooks";
 import { StringDecoder } from "node:string_decoder";
-import { validateEndpointUrl } from "@mailroom/core";
+import { hostOf, validateEndpointUrl } from "@mailroom/core";
 import got from "got";
-import { createGuardedLookup, type GuardOptions, NON_PUBLIC_CODE } from "./lookup.ts";
+import {
+  createGuardedLookup,
+  DEFAULT_LOOKUP_TIMEOUT_MS,
+  fixedLookup,
+  type GuardOptions,
+  NON_PUBLIC_CODE,
+  resolveChecked,
+} from "./lookup.ts";
+import type { Agents, ConnectionPool } from "./pool.ts";
 
 export const MAX_RESPONSE_BODY_BYTES = 4096;
 
@@ -15,6 +24,11 @@ export type GuardedRequestOptions = GuardOptions & {
   /** For the whole exchange: lookup, connect, TLS, upload, response head and the body we read. */
   timeoutMs: number;
   method?: "POST" | "PUT";
+  /**
+   * Keep-alive connections keyed by the checked addresses (pool.ts). Without it every request opens
+   * and closes its own connection.
+   */
+  pool?: ConnectionPool;
 };
 
 /**
@@ -39,10 +53,12 @@ export async function guardedRequest(opts: GuardedRequestOptions): Promise<Guard
     return { status: null, body: "", durationMs: elapsed(), error };
   }
 
+  if (opts.pool) return pooled(valid.url, opts, opts.pool, started);
+
   // Fresh agents without keep-alive: a pooled socket would outlive the check that opened it.
   const agent = { http: new http.Agent({ keepAlive: false }), https: new https.Agent({ keepAlive: false }) };
   try {
-    const outcome = await send(valid.url, opts, agent);
+    const outcome = await send(valid.url, opts, agent, createGuardedLookup(opts), opts.timeoutMs);
     return { ...outcome, durationMs: elapsed() };
   } finally {
     agent.http.destroy();
@@ -50,9 +66,38 @@ export async function guardedRequest(opts: GuardedRequestOptions): Promise<Guard
   }
 }
 
-type Agents = { http: http.Agent; https: https.Agent };
+/**
+ * The check runs first, at every request, and the request goes through the agents kept for exactly
+ * the addresses it returned: a reused socket is connected to an address this check accepted, a new
+ * one connects to one of them (fixedLookup). The deadline covers the lookup as before.
+ */
+async function pooled(url: URL, opts: GuardedRequestOptions, pool: ConnectionPool, started: number) {
+  const elapsed = () => Math.round(performance.now() - started);
+  const lookupMs = Math.min(opts.lookupTimeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS, opts.timeoutMs);
+  let addresses: string[];
+  try {
+    addresses = await resolveChecked(hostOf(url), { ...opts, lookupTimeoutMs: lookupMs });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const error = e.code === "ETIMEOUT" && lookupMs === opts.timeoutMs ? "timeout" : describe(e);
+    return { status: null, body: "", durationMs: elapsed(), error };
+  }
+  const agents = pool.agentsFor(url, addresses);
+  try {
+    const outcome = await send(url, opts, agents, fixedLookup(addresses), Math.max(1, opts.timeoutMs - elapsed()));
+    return { ...outcome, durationMs: elapsed() };
+  } finally {
+    pool.release(url, addresses);
+  }
+}
 
-function send(url: URL, opts: GuardedRequestOptions, agent: Agents): Promise<Omit<GuardedResponse, "durationMs">> {
+function send(
+  url: URL,
+  opts: GuardedRequestOptions,
+  agent: Agents,
+  dnsLookup: LookupFunction,
+  timeoutMs: number,
+): Promise<Omit<GuardedResponse, "durationMs">> {
   return new Promise((resolve) => {
     let status: number | null = null;
     const chunks: Buffer[] = [];
@@ -63,12 +108,12 @@ function send(url: URL, opts: GuardedRequestOptions, agent: Agents): Promise<Omi
       method: opts.method ?? "POST",
       body: opts.body,
       headers: { "content-type": "application/json", "user-agent": "mailroom-webhooks", ...opts.headers },
-      dnsLookup: createGuardedLookup(opts),
+      dnsLookup,
       agent,
       followRedirect: false,
       throwHttpErrors: false,
       retry: { limit: 0 },
-      timeout: { request: opts.timeoutMs },
+      timeout: { request: timeoutMs },
     });
 
     const finish = (error: string | null) => {
@@ -81,7 +126,7 @@ function send(url: URL, opts: GuardedRequestOptions, agent: Agents): Promise<Omi
       resolve({ status, body, error });
     };
     // got enforces the timeout; this only guarantees that a bug there cannot hang a worker.
-    const backstop = setTimeout(() => finish("timeout"), opts.timeoutMs + 1_000);
+    const backstop = setTimeout(() => finish("timeout"), timeoutMs + 1_000);
 
     stream.on("response", (res: { statusCode: number }) => {
       status = res.statusCode;
