@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { emailView } from "@mailroom/core";
-import { poolOf, readBytea } from "@mailroom/db";
+import { newId, poolOf, readBytea } from "@mailroom/db";
 import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
@@ -155,6 +155,30 @@ describe("decoded text Postgres cannot hold, and folded headers", () => {
     const headers = e.headers as { key: string; value: string }[];
     expect(headers.find((h) => h.key === "x-raw")?.value).toBe(`a${FFFD}b`);
     expect(e.sanitized).toEqual(["headers.value"]);
+  });
+
+  it("a blocked message with NUL in its subject: the block record is written, cleaned", async () => {
+    const other = await seedDomain(p.prisma, "blocked-text.example");
+    await seedAddress(p.prisma, other, "in");
+    const ruleId = newId("shieldRule");
+    await p.prisma.shieldRule.create({
+      data: {
+        id: ruleId,
+        accountId: other.accountId,
+        name: "no blockme",
+        action: "block",
+        priority: 1,
+        conditions: [{ field: "subject", operator: "contains", value: "blockme" }],
+        endpointIds: [],
+      },
+    });
+    const raw = `From: a@outside.example\r\nTo: in@blocked-text.example\r\nSubject: =?utf-8?B?${b64(Buffer.from("blockme\0now"))}?=\r\n\r\nx\r\n`;
+    const r = await p.sendRaw("a@outside.example", ["in@blocked-text.example"], raw);
+    expect(r.response).toMatch(/^250 /);
+    const [rcpt] = await p.processed(r.spoolId!);
+    expect(rcpt!.status).toBe("blocked");
+    const block = await p.prisma.blockRecord.findFirstOrThrow({ where: { accountId: other.accountId } });
+    expect(block).toMatchObject({ ruleId, subject: `blockme${FFFD}now` });
   });
 
   it("unfolds tab- and space-folded headers everywhere they are stored; adjacent encoded-words still join", async () => {

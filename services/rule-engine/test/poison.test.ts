@@ -6,7 +6,7 @@ import { waitFor } from "@mailroom/testing";
 import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
 import { DEFAULT_MAX_TRIES, processWithBudget } from "../src/attempts.ts";
 import { isDependencyOutage } from "../src/outage.ts";
-import type { ProcessDeps } from "../src/process.ts";
+import { type ProcessDeps, processRecipient } from "../src/process.ts";
 import { type PgProxy, startPgProxy } from "./pg-proxy.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 import { poisonMessage } from "./poison-message.ts";
@@ -93,6 +93,19 @@ describe("poison messages", () => {
     expect(await processWithBudget(deps, rcptId)).toMatchObject({ outcome: "stored", parsed: false });
     const email = await p.prisma.email.findFirstOrThrow({ where: { spoolId } });
     expect(email.spamVerdict).toBe("PROCESSING_FAILED");
+  });
+
+  it("the last resort stores it with no header read at all (subject empty, Message-ID generated)", async () => {
+    const { spoolId, rcptId } = await accept(poisonMessage("in@poison.example", "unread"));
+    expect(await processRecipient(deps, rcptId, { failed: "empty" })).toMatchObject({ outcome: "stored" });
+    const email = await p.prisma.email.findFirstOrThrow({ where: { spoolId }, include: { deliveries: true } });
+    expect(email).toMatchObject({
+      subject: "",
+      fromAddress: "mallory@outside.example",
+      spamVerdict: "PROCESSING_FAILED",
+    });
+    expect(email.messageId).toMatch(/^<[0-9a-f]{32}@mx\.mailroom\.test>$/);
+    expect(email.deliveries).toHaveLength(1);
   });
 
   describe("Postgres unreachable", () => {
