@@ -17,6 +17,12 @@ export const ingestEnvSchema = z
     SMTP_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).default(1_800_000),
     SMTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(20),
     SMTP_MAX_CONNECTIONS: z.coerce.number().int().positive().default(500),
+    /** DATA bytes held in memory across all connections before readers are slowed down (issue 12). */
+    SMTP_DATA_MEMORY_BYTES: z.coerce.number().int().positive().default(67_108_864),
+    /** DATA is appended to Postgres in slices of this size as it arrives. */
+    SMTP_DATA_CHUNK_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
+    /** Slices of an unfinished message idle this long (left by a crash) are purged. */
+    SPOOL_STAGING_TTL_MS: z.coerce.number().int().positive().default(3_600_000),
   })
   .refine((e) => Boolean(e.SMTP_TLS_CERT) === Boolean(e.SMTP_TLS_KEY), {
     message: "SMTP_TLS_CERT and SMTP_TLS_KEY must be set together",

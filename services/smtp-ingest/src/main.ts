@@ -1,10 +1,12 @@
 import { readFileSync } from "node:fs";
-import { createPrisma } from "@mailroom/db";
+import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
+import { DataBudget } from "./data-budget.ts";
 import { loadIngestEnv } from "./env.ts";
 import { createIngestServer } from "./server.ts";
+import { startStagingPurge } from "./staging.ts";
 
 const bootLogger = createLogger("smtp-ingest");
 try {
@@ -27,10 +29,17 @@ try {
     connectionTimeoutMs: env.SMTP_CONNECTION_TIMEOUT_MS,
     maxConnections: env.SMTP_MAX_CONNECTIONS,
     maxConnectionsPerIp: env.SMTP_MAX_CONNECTIONS_PER_IP,
+    data: { budget: new DataBudget(env.SMTP_DATA_MEMORY_BYTES), chunkBytes: env.SMTP_DATA_CHUNK_BYTES },
     ...(env.SMTP_TLS_CERT && env.SMTP_TLS_KEY
       ? { tls: { cert: readFileSync(env.SMTP_TLS_CERT), key: readFileSync(env.SMTP_TLS_KEY) } }
       : {}),
   });
+  const stopPurge = startStagingPurge(
+    poolOf(prisma),
+    logger,
+    env.SPOOL_STAGING_TTL_MS,
+    Math.min(env.SPOOL_STAGING_TTL_MS, 600_000),
+  );
   server.listen(env.SMTP_PORT, env.SMTP_HOST, () => {
     logger.info(
       { host: env.SMTP_HOST, port: env.SMTP_PORT },
@@ -45,6 +54,7 @@ try {
         close: () =>
           new Promise<void>((resolve) => {
             server.shuttingDown();
+            stopPurge();
             server.close(() => resolve());
           }),
       },

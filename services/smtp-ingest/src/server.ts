@@ -1,8 +1,9 @@
-import type { PrismaClient } from "@mailroom/db";
+import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import type { Queue } from "@mailroom/queues";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
 import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
+import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { spoolMessage } from "./spool.ts";
 
@@ -20,6 +21,8 @@ export type IngestOptions = {
   closeTimeoutMs?: number;
   /** Longest a connection may stay open, however busy (the idle limit is socketTimeoutMs). */
   connectionTimeoutMs?: number;
+  /** DATA streaming: memory budget across connections and slice size (default: receive.ts). */
+  data?: DataOptions;
 };
 
 type RoutedAddress = SMTPServerAddress & { route?: Route };
@@ -97,28 +100,25 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
       );
     },
     onData(stream, session, cb) {
-      let chunks: Buffer[] = [];
-      let bytes = 0;
-      stream.on("data", (chunk: Buffer) => {
-        bytes += chunk.length;
-        // Past the limit we keep reading (the client is still sending) but keep nothing, and let go
-        // of what we had: the answer is 552 whatever follows.
-        if (bytes <= opts.maxMessageBytes) chunks.push(chunk);
-        else if (chunks.length) chunks = [];
-      });
-      stream.on("error", (err) => cb(err));
-      stream.on("end", () => {
-        if (stream.sizeExceeded || bytes > opts.maxMessageBytes) {
-          return cb(smtpError(552, "5.3.4", `Message too big for system (limit ${opts.maxMessageBytes} bytes)`));
-        }
-        accept(session, Buffer.concat(chunks, bytes)).then(
-          (spoolId) => cb(null, `2.0.0 Ok: queued as ${spoolId}`),
-          (err) => {
-            logger.error({ err: (err as Error).message }, "could not spool message");
-            cb(smtpError(451, "4.3.0", "Temporary failure storing the message, try again later"));
-          },
-        );
-      });
+      // DATA goes to Postgres slice by slice as it arrives (receive.ts), so memory stays bounded per
+      // connection and across them. Past the limit it is read to the end and nothing is kept.
+      const data = opts.data ?? defaultDataOptions();
+      receiveData(stream, { db: poolOf(prisma), maxBytes: opts.maxMessageBytes, ...data }).then(
+        (got) => {
+          if (got.kind === "too-big") {
+            return cb(smtpError(552, "5.3.4", `Message too big for system (limit ${opts.maxMessageBytes} bytes)`));
+          }
+          const accepted = got.kind === "ok" ? accept(session, got.body) : Promise.reject(got.error);
+          accepted.then(
+            (spoolId) => cb(null, `2.0.0 Ok: queued as ${spoolId}`),
+            (err) => {
+              logger.error({ err: (err as Error).message }, "could not spool message");
+              cb(smtpError(451, "4.3.0", "Temporary failure storing the message, try again later"));
+            },
+          );
+        },
+        (err: Error) => cb(err), // the client went away mid-DATA; its slices are already deleted
+      );
     },
   });
 
@@ -133,18 +133,22 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
     }
   }
 
-  async function accept(session: SMTPServerSession, raw: Buffer): Promise<string> {
+  async function accept(session: SMTPServerSession, body: ReceivedBody): Promise<string> {
     const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-    const spoolId = await spoolMessage(prisma, queue, {
-      raw,
-      mailFrom,
-      remoteIp: session.remoteAddress ?? null,
-      helo: session.hostNameAppearsAs ?? null,
-      routes,
-    });
-    logger.info({ spoolId, bytes: raw.length, recipients: routes.length }, "message accepted");
-    return spoolId;
+    try {
+      const spoolId = await spoolMessage(prisma, queue, {
+        body,
+        mailFrom,
+        remoteIp: session.remoteAddress ?? null,
+        helo: session.hostNameAppearsAs ?? null,
+        routes,
+      });
+      logger.info({ spoolId, bytes: body.size, recipients: routes.length }, "message accepted");
+      return spoolId;
+    } finally {
+      body.release();
+    }
   }
 
   server.on("error", (err) => logger.warn({ err: err.message }, "smtp error"));
