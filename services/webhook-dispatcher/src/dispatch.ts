@@ -126,15 +126,16 @@ export async function attemptDelivery(
   }
 
   const verdict = judgeResponse(result);
-  // 410 Gone: the receiver says this URL is gone for good; retrying would only be noise.
+  // 410 Gone is a non-2xx answer like any other: spec §3/§6 retry every one until maxAttempts
+  // (a receiver briefly answering 410 during a deploy must not lose the event). Only noted.
   const gone = result.status === 410 && result.error === null;
-  const exhausted = attempt >= d.maxAttempts || gone;
+  const exhausted = attempt >= d.maxAttempts;
   const nextAttemptAt =
     verdict.ok || exhausted
       ? null
       : new Date(finishedAt.getTime() + retryDelayMs(attempt - d.attemptBase, deps.backoffUnitMs));
   const status = verdict.ok ? "delivered" : exhausted ? "dead" : "retrying";
-  const error = verdict.ok ? null : gone ? "HTTP 410 (endpoint gone: no further attempts)" : verdict.error;
+  const error = verdict.ok ? null : gone ? "HTTP 410 (gone)" : verdict.error;
 
   // The request went out; now it must be recorded. Postgres being briefly away must not fail the job
   // (its retry would POST again), so keep trying for a while.

@@ -168,15 +168,30 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
     expect(receiver.requests).toHaveLength(4);
   });
 
-  it("410 Gone → dead at once, whatever attempts remain", async () => {
+  it("410 Gone is retried like any non-2xx until maxAttempts, each attempt noted 'gone'", async () => {
     receiver.respond(() => ({ status: 410, body: "gone" }));
+    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, maxAttempts: 3 });
+    const d = await seedDelivery(h.prisma, s, ep);
+    await queueFirstAttempt(h.queue, d.id);
+    const done = await settled(d.id);
+    expect(done).toMatchObject({ status: "dead", attemptCount: 3, lastStatusCode: 410, lastError: "HTTP 410 (gone)" });
+    expect(done.attempts.map((a) => [a.statusCode, a.error])).toEqual([
+      [410, "HTTP 410 (gone)"],
+      [410, "HTTP 410 (gone)"],
+      [410, "HTTP 410 (gone)"],
+    ]);
+    expect(receiver.requests).toHaveLength(3);
+  });
+
+  it("a 410 followed by 2xx is delivered (the receiver came back)", async () => {
+    let n = 0;
+    receiver.respond(() => (++n === 1 ? { status: 410, body: "gone" } : { status: 200, body: "ok" }));
     const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, maxAttempts: 5 });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
-    expect(done).toMatchObject({ status: "dead", attemptCount: 1, lastStatusCode: 410 });
-    expect(done.lastError).toMatch(/^HTTP 410/);
-    expect(receiver.requests).toHaveLength(1);
+    expect(done).toMatchObject({ status: "delivered", attemptCount: 2 });
+    expect(done.attempts.map((a) => a.statusCode)).toEqual([410, 200]);
   });
 
   it("a job for an attempt already made (sweeper or duplicate) sends nothing", async () => {
