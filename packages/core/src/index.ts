@@ -5,6 +5,7 @@ export * from "./domains.ts";
 export * from "./errors.ts";
 export * from "./outbound.ts";
 export * from "./payload.ts";
+export * from "./payload-schema.ts";
 export * from "./plans.ts";
 export * from "./shield/index.ts";
 export * from "./signing.ts";

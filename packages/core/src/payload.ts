@@ -1,3 +1,5 @@
+import type { z } from "zod";
+import { emailReceivedEventSchema } from "./payload-schema.ts";
 import type { EmailView } from "./views.ts";
 
 export const EVENT_EMAIL_RECEIVED = "email.received";
@@ -9,14 +11,13 @@ export const DELIVERY_HEADERS = {
   signature: ["X-Service-Signature", "X-Inbound-Signature"],
 } as const;
 
-export type EmailReceivedPayload = {
-  id: string;
-  type: typeof EVENT_EMAIL_RECEIVED;
-  createdAt: string;
-  data: { email: EmailView; domain: string; address: string; endpointId: string };
-};
+export type EmailReceivedPayload = z.output<typeof emailReceivedEventSchema>;
 
-/** The `email.received` body (DESIGN.md §4). `id` is the delivery id: one per attempt chain. */
+/**
+ * The `email.received` body (DESIGN.md §4). `id` is the delivery id: one per attempt chain.
+ * Parsed through the published schema (the one the OpenAPI `webhooks` entry is generated from), so
+ * a field the schema does not document can never reach a receiver: it fails here, in tests, first.
+ */
 export function emailReceivedPayload(input: {
   deliveryId: string;
   createdAt: Date;
@@ -25,12 +26,12 @@ export function emailReceivedPayload(input: {
   address: string;
   endpointId: string;
 }): EmailReceivedPayload {
-  return {
+  return emailReceivedEventSchema.parse({
     id: input.deliveryId,
     type: EVENT_EMAIL_RECEIVED,
     createdAt: input.createdAt.toISOString(),
     data: { email: input.email, domain: input.domain, address: input.address, endpointId: input.endpointId },
-  };
+  });
 }
 
 /** Every delivery header, with the legacy copies. */

@@ -1,4 +1,10 @@
-import { deliveryBody, deliveryHeaders, type EmailReceivedPayload, signatureHeader } from "@mailroom/core";
+import {
+  deliveryBody,
+  deliveryHeaders,
+  type EmailReceivedPayload,
+  signatureHeader,
+  standardWebhookHeaders,
+} from "@mailroom/core";
 import type { GuardedResponse } from "./request.ts";
 
 /** The endpoint fields a delivery request is built from. */
@@ -16,7 +22,8 @@ export const USER_AGENT = "mailroom-webhooks/1.0";
  * Body and headers of one `email.received` request, shared by the dispatcher and the test
  * operation. Webhooks get the JSON event signed with the current secret, plus the previous one
  * while a rotation's overlap lasts (two `v1=` entries); Slack and Discord get an unsigned chat
- * message (spec §6.1). Custom headers go first so ours always win (reserved names are refused
+ * message (spec §6.1). Webhooks also carry the Standard Webhooks headers (`webhook-id`,
+ * `webhook-timestamp`, `webhook-signature`). Custom headers go first so ours always win (reserved names are refused
  * at create/update anyway).
  */
 export function buildDeliveryRequest(
@@ -29,7 +36,10 @@ export function buildDeliveryRequest(
   if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > at) {
     secrets.push(endpoint.previousSecret);
   }
-  const signature = endpoint.type === "webhook" ? signatureHeader(secrets, body, at.getTime() / 1000) : null;
+  const webhook = endpoint.type === "webhook";
+  const signature = webhook ? signatureHeader(secrets, body, at.getTime() / 1000) : null;
+  // Standard Webhooks headers beside ours: same body, same timestamp, same secret(s).
+  const standard = webhook ? standardWebhookHeaders(payload.id, secrets, body, at.getTime() / 1000) : {};
   return {
     body,
     headers: {
@@ -37,6 +47,7 @@ export function buildDeliveryRequest(
       "Content-Type": "application/json",
       "User-Agent": USER_AGENT,
       ...deliveryHeaders(payload.id, signature),
+      ...standard,
     },
   };
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { webhooksDoc } from "./openapi-webhooks.ts";
 import type { RouteDoc } from "./route.ts";
 import type { RegisteredRoute } from "./routes-walk.ts";
 import { errorSchema } from "./schemas.ts";
@@ -125,6 +126,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version
     };
   }
   components.Error = convert(errorSchema, "output");
+  const webhooks = webhooksDoc(convert);
 
   return {
     openapi: "3.1.0",
@@ -137,6 +139,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version
     servers: [{ url: opts.serverUrl ?? "/" }],
     security: [{ bearer: [] }],
     paths,
+    webhooks,
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "API key `svc_…`" } },
       schemas: components,

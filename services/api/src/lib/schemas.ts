@@ -1,3 +1,4 @@
+import { timestampSchema } from "@mailroom/core";
 import { z } from "zod";
 
 /**
@@ -6,7 +7,7 @@ import { z } from "zod";
  * strict so that an undocumented extra field is caught too.
  */
 /** Spec §2: ISO 8601, UTC (`Z`), exactly three fractional digits — what `Date#toISOString` gives. */
-export const timestamp = z.iso.datetime({ precision: 3 }).describe("ISO 8601 UTC timestamp with milliseconds");
+export const timestamp = timestampSchema;
 const id = (prefix: string) =>
   z
     .string()
@@ -71,49 +72,8 @@ export const endpointWithSecretSchema = endpointSchema.extend({
     .describe("shown only in this response"),
 });
 
-export const attachmentSchema = z.strictObject({
-  filename: z.string(),
-  contentType: z.string(),
-  size: z.number().int(),
-  stored: z.boolean(),
-  url: z.string().nullable().describe("download URL when stored"),
-});
-
-export const emailSchema = z.strictObject({
-  id: id("em"),
-  direction: z.enum(["inbound", "outbound"]),
-  threadId: id("thr"),
-  messageId: z.string(),
-  inReplyTo: z.string().nullable(),
-  fromAddress: z.string(),
-  toAddresses: z.array(z.string()),
-  ccAddresses: z.array(z.string()),
-  subject: z.string(),
-  textBody: z.string(),
-  htmlBody: z.string(),
-  attachments: z.array(attachmentSchema),
-  spamVerdict: z.string().nullable(),
-  spfVerdict: z.string(),
-  dkimVerdict: z.string(),
-  dmarcVerdict: z.string(),
-  receivedAt: timestamp,
-  sanitized: z
-    .array(z.string())
-    .describe(
-      "fields (e.g. subject, textBody, headers.value, attachments.filename) whose decoded text held characters " +
-        "Postgres cannot store (U+0000, lone surrogates), each replaced with U+FFFD; the raw message is unchanged. " +
-        "Usually empty",
-    ),
-  send: z
-    .strictObject({
-      status: z.enum(["queued", "sending", "retrying", "sent", "failed"]),
-      attempts: z.number().int(),
-      lastReply: z.string().nullable().describe("the SMTP relay's last reply, or the connection error"),
-      sentAt: timestamp.nullable(),
-    })
-    .nullable()
-    .describe("outbound mail only: hand-off to the SMTP relay; null on inbound mail"),
-});
+// The Email object is shared with the webhook payload: one definition, in @mailroom/core.
+export { attachmentSchema, emailSchema } from "@mailroom/core";
 
 export const emailSummarySchema = z.strictObject({
   id: id("em"),

@@ -17,6 +17,10 @@ const RESERVED_HEADERS = new Set([
   "keep-alive",
   "te",
   "trailer",
+  // Standard Webhooks headers (sent on every webhook delivery)
+  "webhook-id",
+  "webhook-timestamp",
+  "webhook-signature",
 ]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
 

@@ -1,0 +1,82 @@
+import { z } from "zod";
+
+/**
+ * The Email object and the `email.received` event as zod schemas. One definition serves three
+ * readers: the dispatcher parses every payload through `emailReceivedEventSchema` before it is
+ * serialized, the REST API answers `GET /emails/{id}` with `emailSchema`, and the OpenAPI document
+ * (paths and `webhooks`) is generated from both. `.meta({ id })` names them in the document's
+ * components.
+ */
+
+/** Spec §2: ISO 8601, UTC (`Z`), exactly three fractional digits — what `Date#toISOString` gives. */
+export const timestampSchema = z.iso.datetime({ precision: 3 }).describe("ISO 8601 UTC timestamp with milliseconds");
+
+export const prefixedId = (prefix: string) =>
+  z
+    .string()
+    .regex(new RegExp(`^${prefix}_[0-9A-Za-z]+$`))
+    .describe(`\`${prefix}_…\``);
+
+export const attachmentSchema = z
+  .strictObject({
+    filename: z.string(),
+    contentType: z.string(),
+    size: z.number().int(),
+    stored: z.boolean(),
+    url: z.string().nullable().describe("download URL when stored"),
+  })
+  .meta({ id: "Attachment" });
+
+export const emailSchema = z
+  .strictObject({
+    id: prefixedId("em"),
+    direction: z.enum(["inbound", "outbound"]),
+    threadId: prefixedId("thr"),
+    messageId: z.string(),
+    inReplyTo: z.string().nullable(),
+    fromAddress: z.string(),
+    toAddresses: z.array(z.string()),
+    ccAddresses: z.array(z.string()),
+    subject: z.string(),
+    textBody: z.string(),
+    htmlBody: z.string(),
+    attachments: z.array(attachmentSchema),
+    spamVerdict: z.string().nullable(),
+    spfVerdict: z.string(),
+    dkimVerdict: z.string(),
+    dmarcVerdict: z.string(),
+    receivedAt: timestampSchema,
+    sanitized: z
+      .array(z.string())
+      .describe(
+        "fields (e.g. subject, textBody, headers.value, attachments.filename) whose decoded text held characters " +
+          "Postgres cannot store (U+0000, lone surrogates), each replaced with U+FFFD; the raw message is unchanged. " +
+          "Usually empty",
+      ),
+    send: z
+      .strictObject({
+        status: z.enum(["queued", "sending", "retrying", "sent", "failed"]),
+        attempts: z.number().int(),
+        lastReply: z.string().nullable().describe("the SMTP relay's last reply, or the connection error"),
+        sentAt: timestampSchema.nullable(),
+      })
+      .nullable()
+      .describe("outbound mail only: hand-off to the SMTP relay; null on inbound mail"),
+  })
+  .meta({ id: "Email" });
+
+export const emailReceivedEventSchema = z
+  .strictObject({
+    id: prefixedId("dlv").describe(
+      "the delivery id: the same on every attempt of one delivery (also `X-Service-Delivery-Id` and `webhook-id`); use it to drop duplicates",
+    ),
+    type: z.literal("email.received"),
+    createdAt: timestampSchema.describe("when the delivery was created (not when this attempt was made)"),
+    data: z.strictObject({
+      email: emailSchema,
+      domain: z.string().describe("the receiving domain"),
+      address: z.string().describe("the recipient address this delivery is for"),
+      endpointId: prefixedId("ep"),
+    }),
+  })
+  .meta({ id: "EmailReceivedEvent", description: "Body of every `email.received` webhook delivery" });
