@@ -4,10 +4,11 @@ import type { AddressInfo } from "node:net";
 import { createCursorCodec, createPrisma, type PrismaClient } from "@mailroom/db";
 import { type DomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
-import { createQueue, createRedis, type Queue } from "@mailroom/queues";
+import { createEventPublisher, createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import type { Express } from "express";
 import { createApp } from "../services/api/src/app.ts";
+import { createEventHub, type EventHub } from "../services/api/src/events/hub.ts";
 import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
 import { outboundEnqueuer } from "../services/api/src/lib/outbound-queue.ts";
 import type { RateLimitConfig } from "../services/api/src/lib/rate-limit.ts";
@@ -30,6 +31,8 @@ export type Stack = {
   deliveryQueue: Queue;
   /** Queue `outbound`: the API enqueues sends here; a test starts the outbound sender on it. */
   outboundQueue: Queue;
+  /** The API's live-event hub (wait_for_email, GET /events). */
+  events: EventHub;
   /** Admin CLI commands, run in-process against this stack's database. */
   admin(...argv: string[]): Promise<Record<string, unknown>>;
   /** A new account with a key; returns the key and a fetch helper bound to it. */
@@ -60,6 +63,8 @@ export type StackOptions = {
   egressDnsServers?: string[];
   /** Dispatcher tuning (defaults: 4 in flight, 4 per endpoint, sweep every 30 s for jobs overdue by 30 s). */
   dispatcher?: { concurrency?: number; endpointConcurrency?: number; sweepIntervalMs?: number; sweepGraceMs?: number };
+  /** Heartbeat interval of GET /events streams (default 15 s). */
+  eventsHeartbeatMs?: number;
 };
 
 const noDns: DnsResolve = async () => {
@@ -84,9 +89,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const egressResolver = new dns.Resolver({ timeout: 2_000, tries: 1 });
   if (opts.egressDnsServers) egressResolver.setServers(opts.egressDnsServers);
 
+  // Live events as in production: the rule engine and dispatcher publish, the API's hub subscribes.
+  const events = createEventHub(producer, env.redisPrefix, logger, { heartbeatMs: opts.eventsHeartbeatMs ?? 15_000 });
+  const publishEvent = createEventPublisher(producer, env.redisPrefix, () => undefined);
   const app = createApp({
     prisma,
     redis: producer,
+    events,
     logger,
     bodyLimit: "1mb",
     rateLimit: { limit: 100_000, windowSeconds: 60, algorithm: "fixed", prefix: env.redisPrefix, ...opts.rateLimit },
@@ -140,6 +149,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       sweepIntervalMs: 3_600_000,
       resolver: opts.authResolver ?? noDns,
       mtaHostname: "mx.mailroom.test",
+      events: publishEvent,
     });
     closers.push(() => engine.close());
   }
@@ -158,6 +168,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       slotsRedis: producer,
       sweepIntervalMs: opts.dispatcher?.sweepIntervalMs ?? 30_000,
       sweepGraceMs: opts.dispatcher?.sweepGraceMs ?? 30_000,
+      events: publishEvent,
     });
     closers.push(() => dispatcher.close());
   }
@@ -192,6 +203,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     inboundQueue,
     deliveryQueue,
     outboundQueue,
+    events,
     admin,
     async account({ plan = "free", scope = "full" } = {}) {
       const acc = await admin("accounts", "create", "--name", "test", "--plan", plan);
@@ -221,6 +233,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     },
     async close() {
       for (const c of closers.reverse()) await c().catch(() => undefined);
+      await events.close();
       await new Promise<void>((resolve) => {
         http.closeAllConnections();
         http.close(() => resolve());

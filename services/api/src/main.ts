@@ -5,8 +5,10 @@ import { createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { createApp } from "./app.ts";
 import { loadApiEnv } from "./env.ts";
+import { createEventHub } from "./events/hub.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
 import { outboundEnqueuer } from "./lib/outbound-queue.ts";
+import { waitForRedisLogged } from "./lib/redis-ready.ts";
 import { deliveryEnqueuer } from "./ops/deliveries.ts";
 
 const bootLogger = createLogger("api");
@@ -18,6 +20,7 @@ try {
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
   const outboundQueue = createQueue("outbound", { connection: redis, prefix: env.REDIS_PREFIX });
   const deliveryQueue = createQueue("delivery", { connection: redis, prefix: env.REDIS_PREFIX });
+  const events = createEventHub(redis, env.REDIS_PREFIX, logger);
   const app = createApp({
     prisma,
     redis,
@@ -34,6 +37,7 @@ try {
     domainDns: createDomainDns({ servers: env.DNS_SERVERS }),
     enqueueOutbound: outboundEnqueuer(outboundQueue),
     enqueueDelivery: deliveryEnqueuer(deliveryQueue),
+    events,
     config: {
       mxHost: env.MX_HOST,
       dkimDomain: env.DKIM_DOMAIN,
@@ -41,6 +45,8 @@ try {
       allowPrivateDestinations: env.ALLOW_PRIVATE_DESTINATIONS,
     },
   });
+  // Listen only once Redis is ready: until then the rate limiter could not count a request.
+  await waitForRedisLogged(redis, logger);
   const server = app.listen(env.API_PORT, env.API_HOST, () => {
     logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on http://${env.API_HOST}:${env.API_PORT}`);
   });
@@ -48,6 +54,8 @@ try {
   installShutdown(
     logger,
     [
+      // First: open event streams and waits end, so the HTTP server can close without waiting on them.
+      { name: "events", close: () => events.close() },
       { name: "http", close: () => new Promise<void>((resolve) => server.close(() => resolve())) },
       { name: "queue", close: () => Promise.all([outboundQueue.close(), deliveryQueue.close()]) },
       { name: "redis", close: () => redis.quit() },

@@ -31,7 +31,9 @@ const READ_TOOLS = [
   "list_deliveries",
   "get_delivery",
 ];
-const WRITE_TOOLS = ["create_inbox", "create_shield_rule", "delete_shield_rule"];
+const WRITE_TOOLS = ["create_inbox", "create_shield_rule", "delete_shield_rule", "send_email", "reply_to_email"];
+/** Read-only but blocking (issue 18; tested in mcp-agent-mail.test.ts): not called with READ_TOOLS' arguments. */
+const WAIT_TOOLS = ["wait_for_email"];
 
 describe("MCP over Streamable HTTP (/mcp)", () => {
   let stack: Stack;
@@ -103,11 +105,11 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
 
   it("lists every tool with an object input schema, a description and read-only/destructive annotations", async () => {
     const { tools } = await mcpRead.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual([...READ_TOOLS, ...WRITE_TOOLS].sort());
+    expect(tools.map((t) => t.name).sort()).toEqual([...READ_TOOLS, ...WRITE_TOOLS, ...WAIT_TOOLS].sort());
     for (const t of tools) {
       expect(t.inputSchema.type).toBe("object");
       expect(t.description?.length).toBeGreaterThan(40);
-      expect(t.annotations?.readOnlyHint).toBe(READ_TOOLS.includes(t.name));
+      expect(t.annotations?.readOnlyHint).toBe(READ_TOOLS.includes(t.name) || WAIT_TOOLS.includes(t.name));
       expect(t.annotations?.destructiveHint ?? false).toBe(t.name === "delete_shield_rule");
     }
     const byName = new Map(tools.map((t) => [t.name, t]));

@@ -1,6 +1,6 @@
 import { createPrisma } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadRuleEngineEnv } from "./env.ts";
 import { createParser } from "./parse.ts";
@@ -55,6 +55,9 @@ try {
       },
     ),
     mtaHostname: env.SMTP_HOSTNAME,
+    events: createEventPublisher(producerRedis, env.REDIS_PREFIX, (err, e) =>
+      logger.warn({ err: err.message, type: e.type, accountId: e.accountId }, "event publish failed"),
+    ),
   });
   logger.info({ concurrency: env.RULE_ENGINE_CONCURRENCY }, "rule-engine consuming queue inbound");
   installShutdown(

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { newId, type Prisma, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type Queue } from "@mailroom/queues";
+import { type EventPublisher, enqueue, type Queue } from "@mailroom/queues";
 import { isDependencyOutage } from "./outage.ts";
 import { createParser, generatedMessageId, type ParsedEmail, type Parser } from "./parse.ts";
 import { sanitizeForPostgres } from "./sanitize.ts";
@@ -45,6 +45,8 @@ export type ProcessDeps = {
   parser?: Parser;
   /** Same account + recipient + Message-ID + content hash within this window is a duplicate. */
   dedupeWindowMs?: number;
+  /** Live events (`email.received`) for API waiters and streams; absent: none are published. */
+  events?: EventPublisher;
 };
 
 /**
@@ -364,6 +366,8 @@ export async function processRecipient(
     return { outcome: "duplicate", emailId: stored.emailId };
   }
   if (email.attachments.length) await finishStoring(deps, rcpt.id, stored.emailId, email.attachments);
+  // Committed, bytes included: now waiters (wait_for_email, GET /events) may read it.
+  await deps.events?.({ type: "email.received", accountId: rcpt.accountId, emailId: stored.emailId });
   await enqueuePendingDeliveries(deps, stored.emailId);
   deps.logger.info({ emailId: stored.emailId, deliveries: stored.deliveryIds.length }, "email stored");
   return { outcome: "stored", emailId: stored.emailId, deliveryIds: stored.deliveryIds ?? [], parsed: parsed.ok };

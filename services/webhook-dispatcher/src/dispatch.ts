@@ -2,7 +2,7 @@ import { emailReceivedPayload, emailView, retryDelayMs } from "@mailroom/core";
 import { newId, type PrismaClient } from "@mailroom/db";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type Queue, retryFor } from "@mailroom/queues";
+import { type EventPublisher, enqueue, type Queue, retryFor } from "@mailroom/queues";
 import type { EndpointSlots } from "./slots.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
@@ -20,6 +20,8 @@ export type DispatchDeps = {
   slots?: EndpointSlots;
   /** How long recording a made attempt is retried while Postgres is unreachable (default 2 min). */
   recordDeadlineMs?: number;
+  /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
+  events?: EventPublisher;
   now?: () => Date;
 };
 
@@ -179,6 +181,9 @@ export async function attemptDelivery(
     await enqueueAttempt(deps.queue, d.id, attempt + 1, nextAttemptAt);
     return { outcome: "retrying", attempt, nextAttemptAt };
   }
+  // The final outcome is committed: tell the account's live streams.
+  const type = verdict.ok ? "delivery.succeeded" : "delivery.dead";
+  await deps.events?.({ type, accountId: d.accountId, deliveryId: d.id, emailId: d.emailId });
   return verdict.ok ? { outcome: "delivered", attempt } : { outcome: "dead", attempt };
 }
 

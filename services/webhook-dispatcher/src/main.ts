@@ -1,7 +1,7 @@
 import { promises as dns } from "node:dns";
 import { createPrisma } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadDispatcherEnv } from "./env.ts";
 import { createSender } from "./send.ts";
@@ -35,6 +35,9 @@ try {
     slotsRedis: producerRedis,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     sweepGraceMs: env.SWEEP_GRACE_MS,
+    events: createEventPublisher(producerRedis, env.REDIS_PREFIX, (err, e) =>
+      logger.warn({ err: err.message, type: e.type, accountId: e.accountId }, "event publish failed"),
+    ),
   });
   logger.info(
     { concurrency: env.DISPATCHER_CONCURRENCY, endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY },

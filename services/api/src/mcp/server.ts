@@ -6,11 +6,12 @@ import type { OpsContext } from "../ops/context.ts";
 import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from "./info.ts";
 import type { ToolDef } from "./tool.ts";
 import { deliveryTools } from "./tools-deliveries.ts";
+import { mailTools } from "./tools-mail.ts";
 import { readTools } from "./tools-read.ts";
 import { writeTools } from "./tools-write.ts";
 
 /** Every tool, reads first. */
-export const allTools: readonly ToolDef[] = [...readTools, ...deliveryTools, ...writeTools];
+export const allTools: readonly ToolDef[] = [...readTools, ...deliveryTools, ...writeTools, ...mailTools];
 
 /** A successful result: the REST object, as JSON text for any client and as structured content. */
 export function toolResult(value: Record<string, unknown>): CallToolResult {
@@ -32,10 +33,11 @@ export async function callTool(
   auth: AuthContext,
   args: unknown,
   requestId: string,
+  signal?: AbortSignal,
 ): Promise<CallToolResult> {
   try {
     if (tool.access === "write") requireWrite(auth);
-    return toolResult(await tool.run(ctx, auth.accountId, args));
+    return toolResult(await tool.run(ctx, auth.accountId, args, signal));
   } catch (err) {
     if (err instanceof AppError) return toolError(err.message);
     ctx.logger.error({ err, requestId, tool: tool.name, accountId: auth.accountId }, "mcp tool failed");
@@ -56,7 +58,7 @@ export function createMcpServer(ctx: OpsContext, auth: AuthContext, requestId: s
     server.registerTool(
       tool.name,
       { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: tool.annotations },
-      (args: unknown) => callTool(tool, ctx, auth, args, requestId),
+      (args: unknown, extra: { signal: AbortSignal }) => callTool(tool, ctx, auth, args, requestId, extra.signal),
     );
   }
   return server;

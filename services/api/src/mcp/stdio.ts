@@ -30,6 +30,9 @@ const envSchema = z.object({
 
 export type BridgeEnv = { apiKey: string; mcpUrl: URL };
 
+/** The longest tool call (wait_for_email, 120 s) plus room for the network. */
+const UPSTREAM_CALL_TIMEOUT_MS = 150_000;
+
 /** The `/mcp` URL for whatever base the user gave. */
 export function mcpUrlOf(base: string): URL {
   const url = new URL(base);
@@ -95,7 +98,7 @@ export function createBridge(env: BridgeEnv): Server {
       throw new Error(describeUpstreamError(err, env.mcpUrl));
     }
   });
-  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
     const failed = (text: string): CallToolResult => ({ content: [{ type: "text", text }], isError: true });
     let client: Client;
     try {
@@ -104,7 +107,12 @@ export function createBridge(env: BridgeEnv): Server {
       return failed((err as Error).message);
     }
     try {
-      return (await client.callTool(req.params)) as CallToolResult;
+      // wait_for_email blocks up to 120 s upstream: longer than the SDK's default 60 s request timeout.
+      // The agent cancelling its call cancels the upstream one.
+      return (await client.callTool(req.params, undefined, {
+        timeout: UPSTREAM_CALL_TIMEOUT_MS,
+        signal: extra.signal,
+      })) as CallToolResult;
     } catch (err) {
       return failed(describeUpstreamError(err, env.mcpUrl));
     }

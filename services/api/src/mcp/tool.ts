@@ -14,7 +14,8 @@ export type ToolDef = {
   /** `write` tools need a full-access key (spec §5.6); `read` tools work with any key. */
   access: "read" | "write";
   annotations: ToolAnnotations;
-  run(ctx: OpsContext, accountId: string, args: unknown): Promise<Record<string, unknown>>;
+  /** `signal` aborts when the caller goes away (cancellation, closed connection): long waits stop. */
+  run(ctx: OpsContext, accountId: string, args: unknown, signal?: AbortSignal): Promise<Record<string, unknown>>;
 };
 
 type Spec<S extends z.ZodObject> = {
@@ -22,7 +23,7 @@ type Spec<S extends z.ZodObject> = {
   title: string;
   description: string;
   input: S;
-  run(ctx: OpsContext, accountId: string, args: z.output<S>): Promise<object>;
+  run(ctx: OpsContext, accountId: string, args: z.output<S>, signal?: AbortSignal): Promise<object>;
 };
 
 const asRecord = (v: object) => v as Record<string, unknown>;
@@ -33,7 +34,7 @@ export function readTool<S extends z.ZodObject>(spec: Spec<S>): ToolDef {
     ...spec,
     access: "read",
     annotations: { title: spec.title, readOnlyHint: true, openWorldHint: false },
-    run: async (ctx, accountId, args) => asRecord(await spec.run(ctx, accountId, args as z.output<S>)),
+    run: async (ctx, accountId, args, signal) => asRecord(await spec.run(ctx, accountId, args as z.output<S>, signal)),
   };
 }
 
@@ -52,7 +53,7 @@ export function writeTool<S extends z.ZodObject>(
       idempotentHint: idempotent,
       openWorldHint: false,
     },
-    run: async (ctx, accountId, args) => asRecord(await spec.run(ctx, accountId, args as z.output<S>)),
+    run: async (ctx, accountId, args, signal) => asRecord(await spec.run(ctx, accountId, args as z.output<S>, signal)),
   };
 }
 

@@ -2,6 +2,7 @@ import type { CursorCodec, PrismaClient } from "@mailroom/db";
 import type { DomainDns } from "@mailroom/domain-verification";
 import type { AddressResolver } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
+import type { EventHub } from "../events/hub.ts";
 
 /** What the service layer needs; shared by the REST routes and the MCP tools. */
 export type OpsContext = {
@@ -24,4 +25,6 @@ export type OpsContext = {
   enqueueDelivery?: (deliveryId: string, attempt: number) => Promise<void>;
   /** DNS behind the SSRF guard of `POST /endpoints/{id}/test`; default: the system's resolvers. */
   egressResolver?: AddressResolver;
+  /** Live events (wait_for_email, GET /events): this replica's Redis subscription; absent: those answer 503. */
+  events?: EventHub;
 };

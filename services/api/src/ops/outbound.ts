@@ -15,6 +15,7 @@ import { z } from "zod";
 import { parse } from "../lib/http.ts";
 import { type Outcome, requestFingerprint, runIdempotent } from "../lib/idempotency.ts";
 import type { OpsContext } from "./context.ts";
+import { getAttachment } from "./emails.ts";
 
 /** Decoded bytes of all attachments of one message (Postmark's and SES's limit). */
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
@@ -39,20 +40,44 @@ const address = z
 const recipients = z.array(address, { error: "must be an array of email addresses" }).max(MAX_RECIPIENTS, {
   message: `must have at most ${MAX_RECIPIENTS} addresses`,
 });
+/**
+ * An attachment given by content (base64, with a filename), or by reference to one already stored:
+ * `emailId` and `index`, the attachment `GET /emails/{emailId}/attachments/{index}` serves (any email
+ * of the account, inbound or outbound); its filename and type are kept unless given.
+ */
 const attachment = z
   .object({
     filename: z
-      .string({ error: "is required" })
+      .string({ error: "must be a string" })
       .min(1, "must not be empty")
       .max(255, "must be at most 255 characters")
-      .regex(ONE_LINE, "must be one line"),
+      .regex(ONE_LINE, "must be one line")
+      .optional(),
     contentType: z
       .string({ error: "must be a MIME type" })
       .regex(/^[\w.+-]+\/[\w.+-]+$/, "must be a MIME type such as text/csv")
       .optional(),
-    content: z.string({ error: "is required (base64)" }).refine(isBase64, "must be base64"),
+    content: z.string({ error: "must be a base64 string" }).refine(isBase64, "must be base64").optional(),
+    emailId: z.string({ error: "must be an email id (em_…)" }).min(1, "must not be empty").optional(),
+    index: z
+      .number({ error: "must be the attachment's position (0, 1, …)" })
+      .int("must be a whole number")
+      .min(0, "must be 0 or more")
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((a, c) => {
+    const byRef = a.emailId !== undefined || a.index !== undefined;
+    if (a.content !== undefined) {
+      if (byRef)
+        c.addIssue({ code: "custom", path: ["content"], message: "give content or emailId and index, not both" });
+      else if (a.filename === undefined) c.addIssue({ code: "custom", path: ["filename"], message: "is required" });
+    } else if (!byRef) {
+      c.addIssue({ code: "custom", path: ["content"], message: "is required (base64), or emailId and index" });
+    } else if (a.emailId === undefined || a.index === undefined) {
+      c.addIssue({ code: "custom", path: [a.emailId === undefined ? "emailId" : "index"], message: "is required" });
+    }
+  });
 const bodyFields = {
   text: z.string({ error: "must be a string" }).max(MAX_BODY_CHARS, "is too long").optional(),
   html: z.string({ error: "must be a string" }).max(MAX_BODY_CHARS, "is too long").optional(),
@@ -104,18 +129,47 @@ type Draft = {
   attachments: { filename: string; contentType: string; content: Buffer }[];
 };
 
-function decodeAttachments(list: z.infer<typeof attachment>[] = []) {
-  const out = list.map((a) => ({
-    filename: a.filename,
-    contentType: a.contentType?.toLowerCase() ?? "application/octet-stream",
-    content: Buffer.from(a.content, "base64"),
-  }));
-  const total = out.reduce((n, a) => n + a.content.length, 0);
+async function decodeAttachments(ctx: OpsContext, accountId: string, list: z.infer<typeof attachment>[] = []) {
+  // Inline content is decoded; references are looked up (size only), so an oversized request reads no bytes.
+  const items = await Promise.all(
+    list.map(async (a, i) => {
+      if (a.emailId === undefined || a.index === undefined) {
+        return { a, size: 0, content: Buffer.from(a.content ?? "", "base64") };
+      }
+      const row = await ctx.prisma.attachment.findFirst({
+        where: { emailId: a.emailId, index: a.index, email: { accountId } },
+        select: { size: true },
+      });
+      if (!row) throw invalid(`attachments.${i}: email ${a.emailId} has no attachment ${a.index}`);
+      return { a, size: row.size, content: null };
+    }),
+  );
+  const total = items.reduce((n, it) => n + (it.content?.length ?? it.size), 0);
   if (total > MAX_ATTACHMENT_BYTES) {
     throw new AppError(
       "payload_too_large",
       `attachments: ${total} bytes in total, more than the ${MAX_ATTACHMENT_BYTES}-byte limit`,
     );
+  }
+  const out: { filename: string; contentType: string; content: Buffer }[] = [];
+  for (const [i, { a, content }] of items.entries()) {
+    if (content) {
+      out.push({
+        filename: a.filename as string,
+        contentType: a.contentType?.toLowerCase() ?? "application/octet-stream",
+        content,
+      });
+      continue;
+    }
+    // The download route's own read: the same account check, the bytes read around Prisma.
+    const got = await getAttachment(ctx, accountId, a.emailId as string, a.index as number).catch((err: unknown) => {
+      throw err instanceof AppError ? invalid(`attachments.${i}: ${err.message}`) : err;
+    });
+    out.push({
+      filename: a.filename ?? got.filename,
+      contentType: a.contentType?.toLowerCase() ?? got.contentType,
+      content: Buffer.from(got.content.buffer, got.content.byteOffset, got.content.byteLength),
+    });
   }
   return out;
 }
@@ -236,9 +290,9 @@ export async function replyToEmail(
     html: input.html ?? "",
     inReplyTo: parent.messageId,
     references: replyReferences(parent),
-    attachments: decodeAttachments(input.attachments),
+    attachments: await decodeAttachments(ctx, accountId, input.attachments),
   };
-  return submit(ctx, draft, key, requestFingerprint("POST", `/emails/${id}/reply`, body));
+  return submit(ctx, draft, key, requestFingerprint("POST", `/emails/${id}/reply`, input));
 }
 
 /** POST /emails: a new message from one of the account's addresses on a verified domain; starts a thread. */
@@ -270,7 +324,7 @@ export async function sendEmail(ctx: OpsContext, accountId: string, body: unknow
     html: input.html ?? "",
     inReplyTo: null,
     references: [],
-    attachments: decodeAttachments(input.attachments),
+    attachments: await decodeAttachments(ctx, accountId, input.attachments),
   };
-  return submit(ctx, draft, key, requestFingerprint("POST", "/emails", body));
+  return submit(ctx, draft, key, requestFingerprint("POST", "/emails", input));
 }
