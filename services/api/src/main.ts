@@ -9,6 +9,7 @@ import { createEventHub } from "./events/hub.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
 import { outboundEnqueuer } from "./lib/outbound-queue.ts";
 import { waitForRedisLogged } from "./lib/redis-ready.ts";
+import { waitForRedisLogged } from "./lib/redis-ready.ts";
 import { deliveryEnqueuer } from "./ops/deliveries.ts";
 
 const bootLogger = createLogger("api");
@@ -45,6 +46,8 @@ try {
       allowPrivateDestinations: env.ALLOW_PRIVATE_DESTINATIONS,
     },
   });
+  // Listen only once Redis is ready: until then the rate limiter could not count a request.
+  await waitForRedisLogged(redis, logger);
   // Listen only once Redis is ready: until then the rate limiter could not count a request.
   await waitForRedisLogged(redis, logger);
   const server = app.listen(env.API_PORT, env.API_HOST, () => {

@@ -1,20 +1,26 @@
 import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createCursorCodec, createPrisma } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { createRedis } from "@mailroom/queues";
+import { waitFor } from "@mailroom/testing";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import { type AppDeps, createApp } from "../src/app.ts";
 import type { RateLimitConfig } from "../src/lib/rate-limit.ts";
+import { redisReady } from "../src/lib/redis-ready.ts";
 import { http } from "./helpers.ts";
 
 const V = "/api/v1";
 
-/** Another API replica (or a deliberately broken one) beside the stack's, on its own port. */
+/**
+ * Another API replica (or a deliberately broken one) beside the stack's, on its own port. Like
+ * main.ts it listens once its Redis is ready; `over.redis` replicas are the test's business.
+ */
 async function replica(stack: Stack, over: Partial<AppDeps>) {
   const redis = createRedis(stack.env.redisUrl, "producer");
   redis.on("error", () => undefined);
+  if (!over.redis) await redisReady(redis);
   const app = createApp({
     prisma: stack.prisma,
     redis,
@@ -41,6 +47,42 @@ async function replica(stack: Stack, over: Partial<AppDeps>) {
       await new Promise((r) => server.close(r));
       redis.disconnect();
     },
+    post: (path: string, key: string, body: unknown) =>
+      fetch(`${url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
+  };
+}
+
+/** A TCP gate in front of Redis: connections are accepted but carry nothing until open(). */
+async function redisGate(target: string) {
+  const { hostname, port } = new URL(target);
+  const held: Socket[] = [];
+  let opened = false;
+  const pipe = (client: Socket) => {
+    const up = tcpConnect(Number(port), hostname);
+    client.pipe(up).pipe(client);
+    up.on("error", () => client.destroy());
+    client.on("error", () => up.destroy());
+  };
+  const server = createServer((client) => {
+    client.on("error", () => undefined);
+    if (opened) pipe(client);
+    else {
+      client.pause();
+      held.push(client);
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    open() {
+      opened = true;
+      for (const c of held.splice(0)) pipe(c);
+    },
+    close: () => new Promise((r) => server.close(r)),
   };
 }
 
@@ -194,7 +236,45 @@ describe("errors, HEAD, request ids and rate limits", () => {
       }
     });
 
-    it("lets requests through when Redis is unreachable (and says nothing about limits)", async () => {
+    it("a request while the limiter's Redis is still connecting waits for it and is counted", async () => {
+      const a = await fresh();
+      const gate = await redisGate(stack.env.redisUrl);
+      const redis = createRedis(gate.url, "producer");
+      redis.on("error", () => undefined);
+      const config: RateLimitConfig = {
+        limit: 3,
+        windowSeconds: 86_400,
+        algorithm: "fixed",
+        prefix: `${stack.env.redisPrefix}:gate`,
+        // Long enough that the wait never depends on the machine's speed.
+        readyWaitMs: 60_000,
+      };
+      const r = await replica(stack, { redis, rateLimit: config });
+      try {
+        expect(redis.status).not.toBe("ready");
+        const waiting = redis.listenerCount("ready");
+        let settled = false;
+        const first = r.get(`${V}/domains`, a.key).finally(() => {
+          settled = true;
+        });
+        // Either the limiter waits for the connection (a "ready" listener appears) or — the bug —
+        // the request was answered before Redis was ever ready.
+        await waitFor(async () => settled || redis.listenerCount("ready") > waiting, {
+          what: "request reached the limiter",
+        });
+        gate.open();
+        const res = await first;
+        expect(res.status).toBe(200);
+        expect(res.headers.get("ratelimit-remaining")).toBe("2");
+        expect((await r.get(`${V}/domains`, a.key)).headers.get("ratelimit-remaining")).toBe("1");
+      } finally {
+        await r.close();
+        redis.disconnect();
+        await gate.close();
+      }
+    });
+
+    it("while Redis is unreachable: reads pass uncounted, writes get 503 and are not performed", async () => {
       const a = await fresh();
       const dead = createRedis("redis://127.0.0.1:1", "producer", { connectTimeout: 200, retryStrategy: () => null });
       dead.on("error", () => undefined);
@@ -203,6 +283,13 @@ describe("errors, HEAD, request ids and rate limits", () => {
         const res = await r.get(`${V}/domains`, a.key);
         expect(res.status).toBe(200);
         expect(res.headers.get("ratelimit-limit")).toBeNull();
+        const w = await r.post(`${V}/domains`, a.key, { domain: "unlimited.example.com" });
+        expect(w.status).toBe(503);
+        expect(await w.json()).toEqual({
+          error: "Rate limiter unavailable; the request was not performed, retry shortly",
+        });
+        expect(w.headers.get("retry-after")).toBe("5");
+        expect(await stack.prisma.domain.count({ where: { accountId: a.accountId } })).toBe(0);
       } finally {
         await r.close();
         dead.disconnect();

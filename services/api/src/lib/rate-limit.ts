@@ -2,6 +2,7 @@ import { AppError } from "@mailroom/core";
 import type { Logger } from "@mailroom/log";
 import type { RequestHandler } from "express";
 import type { Redis } from "ioredis";
+import { redisReady } from "./redis-ready.ts";
 
 export type RateLimitConfig = {
   /** Requests per window per API key; 0 turns rate limiting off. */
@@ -11,6 +12,8 @@ export type RateLimitConfig = {
   algorithm: "fixed" | "sliding";
   /** Redis key prefix (one per deployment; tests use their own). */
   prefix: string;
+  /** How long a request waits for a (re)connecting Redis before it counts as down (default 2 s). */
+  readyWaitMs?: number;
 };
 
 export type RateDecision = { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
@@ -66,20 +69,40 @@ export async function consume(redis: Redis, config: RateLimitConfig, keyId: stri
   };
 }
 
+const READY_WAIT_MS = 2_000;
+/** While Redis is down, one warning per this interval (not one per request). */
+const WARN_EVERY_MS = 10_000;
+
 /**
  * Per API key, after authentication. Every response carries RateLimit-Limit/-Remaining/-Reset; a
- * refused request gets 429 with Retry-After. If Redis is unreachable the request is let through
- * (and logged): rate limiting protects the service, it must not take reads down with it.
+ * refused request gets 429 with Retry-After. A request never passes uncounted because the
+ * connection is still starting: it waits (up to READY_WAIT_MS) for Redis to be ready. If Redis is
+ * really unreachable (docs/decisions.md, issue 12): reads (GET/HEAD) go through uncounted and it is
+ * logged — a Redis outage must not take reading mail down; every write (MCP calls included, all
+ * POSTs) gets 503 with Retry-After and is not performed, as SMTP answers 451: writes are where an
+ * unlimited key costs (outbound mail, endpoint tests, fan-out) and most of them need Redis anyway.
  */
 export function rateLimitMiddleware(redis: Redis, config: RateLimitConfig, logger: Logger): RequestHandler {
+  let lastWarn = 0;
   return async (req, res, next) => {
     if (config.limit <= 0 || !req.auth) return next();
     let d: RateDecision;
     try {
+      if (!(await redisReady(redis, config.readyWaitMs ?? READY_WAIT_MS))) throw new Error(`redis ${redis.status}`);
       d = await consume(redis, config, req.auth.keyId);
     } catch (err) {
-      logger.warn({ err: (err as Error).message }, "rate limiter unavailable; request allowed");
-      return next();
+      const read = req.method === "GET" || req.method === "HEAD";
+      if (Date.now() - lastWarn >= WARN_EVERY_MS) {
+        lastWarn = Date.now();
+        logger.warn(
+          { err: (err as Error).message },
+          "rate limiter unavailable: reads pass uncounted, writes answered 503",
+        );
+      }
+      if (read) return next();
+      throw new AppError("unavailable", "Rate limiter unavailable; the request was not performed, retry shortly", {
+        "Retry-After": "5",
+      });
     }
     res.setHeader("RateLimit-Limit", String(d.limit));
     res.setHeader("RateLimit-Remaining", String(d.remaining));
