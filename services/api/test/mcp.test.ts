@@ -31,7 +31,14 @@ const READ_TOOLS = [
   "list_deliveries",
   "get_delivery",
 ];
-const WRITE_TOOLS = ["create_inbox", "create_shield_rule", "delete_shield_rule", "send_email", "reply_to_email"];
+const WRITE_TOOLS = [
+  "create_inbox",
+  "create_shield_rule",
+  "delete_shield_rule",
+  "send_email",
+  "reply_to_email",
+  "retry_deliveries",
+];
 /** Read-only but blocking (issue 18; tested in mcp-agent-mail.test.ts): not called with READ_TOOLS' arguments. */
 const WAIT_TOOLS = ["wait_for_email"];
 

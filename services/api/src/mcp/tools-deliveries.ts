@@ -1,6 +1,7 @@
-/** `list_deliveries` / `get_delivery`: the delivery history of the account's endpoints. */
+/** `list_deliveries` / `get_delivery`: the delivery history of the account's endpoints; `retry_deliveries`: bulk replay. */
 import { getDelivery, listDeliveries, listDeliveriesQuery } from "../ops/deliveries.ts";
-import { asQuery, idInput, readTool, type ToolDef } from "./tool.ts";
+import { bulkRetryBody, retryDeliveries } from "../ops/delivery-replay.ts";
+import { asQuery, idInput, readTool, type ToolDef, writeTool } from "./tool.ts";
 
 export const deliveryTools: ToolDef[] = [
   readTool({
@@ -22,5 +23,17 @@ export const deliveryTools: ToolDef[] = [
       "the endpoint's response body. Use it to find out why a webhook failed.",
     input: idInput("delivery", "dlv"),
     run: (ctx, accountId, { id }) => getDelivery(ctx, accountId, id),
+  }),
+  writeTool({
+    name: "retry_deliveries",
+    title: "Replay dead webhook deliveries",
+    description:
+      "Re-queue every dead delivery matching the filter (endpointId, since/until on the delivery's creation time; " +
+      "all optional) with a fresh attempt budget under the same delivery id, e.g. after an endpoint was down. " +
+      "Returns `{ retried }`, the number re-opened. Safe to repeat: a second call finds nothing more to replay.",
+    input: bulkRetryBody,
+    destructive: false,
+    idempotent: true,
+    run: (ctx, accountId, args) => retryDeliveries(ctx, accountId, args),
   }),
 ];

@@ -11,6 +11,7 @@ import {
   listDeliveriesQuery,
   retryDelivery,
 } from "../ops/deliveries.ts";
+import { bulkRetryBody, bulkRetryResultSchema, retryDeliveries } from "../ops/delivery-replay.ts";
 
 const tag = "Deliveries";
 
@@ -43,6 +44,23 @@ export function deliveriesRouter(ctx: OpsContext): Router {
       },
       async (req, res) => {
         res.json(await getDelivery(ctx, accountOf(req), String(req.params.id)));
+      },
+    ),
+  );
+  r.post(
+    "/deliveries/retry",
+    documented(
+      {
+        tag,
+        summary: "Replay every dead delivery matching a filter (endpointId, since/until) with a fresh attempt budget",
+        description:
+          "Each match is re-opened as `POST /deliveries/{id}/retry` would (same delivery id, backoff from 1 minute). " +
+          "Safe to repeat: re-opened deliveries are no longer dead, so a second call replays none of them again.",
+        body: bulkRetryBody,
+        responses: { 200: { description: "How many deliveries were re-opened", schema: bulkRetryResultSchema } },
+      },
+      async (req, res) => {
+        res.json(await retryDeliveries(ctx, accountOf(req), req.body));
       },
     ),
   );
