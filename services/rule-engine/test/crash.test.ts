@@ -168,85 +168,89 @@ describe("crash safety", () => {
     const goodCount = Number(process.env.POISON_GOOD ?? 10);
     const pageSize = Number(process.env.POISON_PAGE ?? 20);
 
-    it(`${poisonCount} poison messages ahead (more than a sweeper page of ${pageSize}), then Redis restarted empty: all ${goodCount} good messages are stored and every poison one ends PROCESSING_FAILED`, async () => {
-      const producer = createRedis(redis.url, "producer");
-      const workerConn = createRedis(redis.url, "worker");
-      producer.on("error", () => undefined);
-      workerConn.on("error", () => undefined);
-      const inbound = createQueue("inbound", { connection: producer, prefix: `${p.env.redisPrefix}poison:` });
-      const delivery = createQueue("delivery", { connection: producer, prefix: `${p.env.redisPrefix}poison:` });
-      inbound.on("error", () => undefined);
-      delivery.on("error", () => undefined);
-      await waitFor(async () => producer.status === "ready", { what: "producer ready" });
-      const ingest = await p.start({ queue: inbound });
-      const accept = async (raw: string) => {
-        const r = await sendOnce({ port: ingest.port }, { from: "a@sender.example", to: ["in@crash.example"] }, raw);
-        expect(r.response).toMatch(/^250 /);
-        return /queued as (spl_\w+)/.exec(r.response)![1]!;
-      };
-      let engine: ReturnType<typeof startRuleEngine> | null = null;
-      try {
-        // Accepted while no engine runs: the poison ones first, so they are the oldest rows.
-        const poison: string[] = [];
-        for (let i = 0; i < poisonCount; i++)
-          poison.push(await accept(poisonMessage("in@crash.example", `poison ${i}`)));
-        const good: string[] = [];
-        for (let i = 0; i < goodCount; i++)
-          good.push(await accept(simpleMessage("a@sender.example", "in@crash.example", `good ${i}`)));
-        await redis.stop();
-        await redis.start();
-        await waitFor(async () => producer.status === "ready", { what: "producer reconnect" });
-        expect(await inbound.count()).toBe(0); // every job is gone
+    it(
+      `${poisonCount} poison messages ahead (more than a sweeper page of ${pageSize}), then Redis restarted empty: all ${goodCount} good messages are stored and every poison one ends PROCESSING_FAILED`,
+      async () => {
+        const producer = createRedis(redis.url, "producer");
+        const workerConn = createRedis(redis.url, "worker");
+        producer.on("error", () => undefined);
+        workerConn.on("error", () => undefined);
+        const inbound = createQueue("inbound", { connection: producer, prefix: `${p.env.redisPrefix}poison:` });
+        const delivery = createQueue("delivery", { connection: producer, prefix: `${p.env.redisPrefix}poison:` });
+        inbound.on("error", () => undefined);
+        delivery.on("error", () => undefined);
+        await waitFor(async () => producer.status === "ready", { what: "producer ready" });
+        const ingest = await p.start({ queue: inbound });
+        const accept = async (raw: string) => {
+          const r = await sendOnce({ port: ingest.port }, { from: "a@sender.example", to: ["in@crash.example"] }, raw);
+          expect(r.response).toMatch(/^250 /);
+          return /queued as (spl_\w+)/.exec(r.response)![1]!;
+        };
+        let engine: ReturnType<typeof startRuleEngine> | null = null;
+        try {
+          // Accepted while no engine runs: the poison ones first, so they are the oldest rows.
+          const poison: string[] = [];
+          for (let i = 0; i < poisonCount; i++)
+            poison.push(await accept(poisonMessage("in@crash.example", `poison ${i}`)));
+          const good: string[] = [];
+          for (let i = 0; i < goodCount; i++)
+            good.push(await accept(simpleMessage("a@sender.example", "in@crash.example", `good ${i}`)));
+          await redis.stop();
+          await redis.start();
+          await waitFor(async () => producer.status === "ready", { what: "producer reconnect" });
+          expect(await inbound.count()).toBe(0); // every job is gone
 
-        engine = startRuleEngine({
-          prisma: p.prisma,
-          logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
-          deliveryQueue: delivery,
-          inboundQueue: inbound,
-          connection: workerConn,
-          prefix: `${p.env.redisPrefix}poison:`,
-          concurrency: 2,
-          sweepIntervalMs: 200,
-          sweepAfterMs: 0,
-          sweepPageSize: pageSize,
-          resolver: createDnsResolve([dns.server]),
-          mtaHostname: "mx.mailroom.test",
-        });
-        const spoolIds = [...poison, ...good];
-        // Poison takes 5 tries with the inbound job's backoff (2, 4, 8, 16 s) before it is stored.
-        await waitFor(
-          async () =>
-            (await p.prisma.spoolRecipient.count({
-              where: { spoolId: { in: spoolIds }, status: { in: ["pending", "storing"] } },
-            })) === 0,
-          { what: "every message processed", timeoutMs: 240_000 },
-        );
+          engine = startRuleEngine({
+            prisma: p.prisma,
+            logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
+            deliveryQueue: delivery,
+            inboundQueue: inbound,
+            connection: workerConn,
+            prefix: `${p.env.redisPrefix}poison:`,
+            concurrency: 2,
+            sweepIntervalMs: 200,
+            sweepAfterMs: 0,
+            sweepPageSize: pageSize,
+            resolver: createDnsResolve([dns.server]),
+            mtaHostname: "mx.mailroom.test",
+          });
+          const spoolIds = [...poison, ...good];
+          // Poison takes 5 tries with the inbound job's backoff (2, 4, 8, 16 s) before it is stored.
+          await waitFor(
+            async () =>
+              (await p.prisma.spoolRecipient.count({
+                where: { spoolId: { in: spoolIds }, status: { in: ["pending", "storing"] } },
+              })) === 0,
+            { what: "every message processed", timeoutMs: 240_000 + (poisonCount + goodCount) * 1_000 },
+          );
 
-        const emails = await p.prisma.email.findMany({
-          where: { spoolId: { in: spoolIds } },
-          include: { deliveries: true, spoolRecipient: true },
-        });
-        const bySpool = new Map(emails.map((e) => [e.spoolId, e]));
-        expect(emails).toHaveLength(spoolIds.length);
-        for (const id of good) {
-          const e = bySpool.get(id)!;
-          expect(e.spamVerdict).not.toBe("PROCESSING_FAILED");
-          expect(e.deliveries.map((x) => x.endpointId)).toEqual([endpointId]);
+          const emails = await p.prisma.email.findMany({
+            where: { spoolId: { in: spoolIds } },
+            include: { deliveries: true, spoolRecipient: true },
+          });
+          const bySpool = new Map(emails.map((e) => [e.spoolId, e]));
+          expect(emails).toHaveLength(spoolIds.length);
+          for (const id of good) {
+            const e = bySpool.get(id)!;
+            expect(e.spamVerdict).not.toBe("PROCESSING_FAILED");
+            expect(e.deliveries.map((x) => x.endpointId)).toEqual([endpointId]);
+          }
+          for (const id of poison) {
+            const e = bySpool.get(id)!;
+            expect(e).toMatchObject({ spamVerdict: "PROCESSING_FAILED", spfVerdict: "PROCESSING_FAILED" });
+            expect(e.spoolRecipient).toMatchObject({ status: "stored", attempts: 5 });
+            expect(e.deliveries.map((x) => x.endpointId)).toEqual([endpointId]);
+          }
+        } finally {
+          await engine?.close();
+          await ingest.close();
+          await inbound.close().catch(() => undefined);
+          await delivery.close().catch(() => undefined);
+          producer.disconnect();
+          workerConn.disconnect();
         }
-        for (const id of poison) {
-          const e = bySpool.get(id)!;
-          expect(e).toMatchObject({ spamVerdict: "PROCESSING_FAILED", spfVerdict: "PROCESSING_FAILED" });
-          expect(e.spoolRecipient).toMatchObject({ status: "stored", attempts: 5 });
-          expect(e.deliveries.map((x) => x.endpointId)).toEqual([endpointId]);
-        }
-      } finally {
-        await engine?.close();
-        await ingest.close();
-        await inbound.close().catch(() => undefined);
-        await delivery.close().catch(() => undefined);
-        producer.disconnect();
-        workerConn.disconnect();
-      }
-    }, 300_000);
+      },
+      300_000 + (poisonCount + goodCount) * 1_500,
+    );
   });
 });
