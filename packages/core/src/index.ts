@@ -1,3 +1,4 @@
+export * from "./addresses.ts";
 export * from "./backoff.ts";
 export * from "./chat.ts";
 export * from "./dkim.ts";

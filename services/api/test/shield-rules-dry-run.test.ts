@@ -183,6 +183,12 @@ describe("POST /shield-rules/test (dry run)", () => {
     expect(res.body.error).toMatch(message);
   });
 
+  it("address fields are header values: a line break in one is refused, never a second header", async () => {
+    const res = await dry({ from: "a@x.example\r\nSubject: injected", to: "billing@dry.example.com" });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatch(/^from: must be one line/);
+  });
+
   it("stores nothing", async () => {
     const before = await stack.prisma.shieldRule.findMany({ orderBy: { priority: "asc" } });
     await dry({ from: "alerts@bank.example", to: "billing@dry.example.com", spfVerdict: "FAIL" });

@@ -1,6 +1,6 @@
 /**
  * Runs inside a worker thread (see parse.ts). Node 24 strips the types of this file itself, so it
- * uses only erasable TypeScript and imports nothing from the monorepo.
+ * uses only erasable TypeScript and imports nothing from the monorepo but @mailroom/core/addresses (itself import-free).
  *
  * One message per request: a cheap structural pass (MIME parts, nesting, header size) first, then
  * mailparser with the options that avoid its known expensive paths. Attachment contents are sent
@@ -10,6 +10,14 @@ import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import { Readable } from "node:stream";
 import { parentPort } from "node:worker_threads";
+// The one file of the monorepo this worker loads: erasable TypeScript with no imports, shared with
+// the API's shield dry run so both read address headers the same way.
+import {
+  addressesOf as addresses,
+  firstAddressOf,
+  firstNameOf,
+  type ParsedAddressField,
+} from "@mailroom/core/addresses";
 
 const require = createRequire(import.meta.url);
 const { MailParser } = require("mailparser");
@@ -58,15 +66,7 @@ export type WorkerEmail = {
 
 export type WorkerResponse = { id: number; ok: true; email: WorkerEmail } | { id: number; ok: false; error: string };
 
-type Address = { address?: string; name?: string; group?: Address[] };
-type AddressObject = { value: Address[] };
-
-const addresses = (field: AddressObject | AddressObject[] | undefined): string[] =>
-  (Array.isArray(field) ? field : field ? [field] : [])
-    .flatMap((o) => o.value)
-    .flatMap((a) => (a.group ? a.group : [a]))
-    .map((a) => a.address?.toLowerCase() ?? "")
-    .filter((a) => a !== "");
+type AddressObject = ParsedAddressField;
 
 /**
  * RFC 5322 §2.2.3 unfolding of a raw header value: a line break followed by whitespace is a fold,
@@ -160,14 +160,14 @@ export function parseMime(raw: Uint8Array, limits: ParseLimits): Promise<WorkerE
     };
     const finish = () => {
       if (failed || !ended || pendingAttachments > 0) return;
-      const from = (headers.get("from") as AddressObject | undefined)?.value[0];
+      const from = headers.get("from") as AddressObject | undefined;
       const subject = headers.get("subject");
       resolve({
         messageId: (headers.get("message-id") as string | undefined) ?? null,
         inReplyTo: messageIds(headers.get("in-reply-to") as string | undefined)[0] ?? null,
         references: messageIds(headers.get("references") as string | string[] | undefined),
-        fromAddress: from?.address?.toLowerCase() ?? "",
-        fromName: from?.name || null,
+        fromAddress: firstAddressOf(from),
+        fromName: firstNameOf(from),
         toAddresses: addresses(headers.get("to") as AddressObject | undefined),
         ccAddresses: addresses(headers.get("cc") as AddressObject | undefined),
         replyTo: addresses(headers.get("reply-to") as AddressObject | undefined),

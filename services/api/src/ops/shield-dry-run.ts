@@ -4,23 +4,27 @@
  * would do, and why (the evaluator's per-rule, per-condition trace). Nothing is stored or sent.
  */
 import {
+  addressesOf,
   type Condition,
   domainOfAddress,
   evaluateRules,
+  firstAddressOf,
   formatZodError,
   invalid,
   type MessageFacts,
   type Recipient,
   type RuleAction,
 } from "@mailroom/core";
-import { type AddressObject, simpleParser } from "mailparser";
+import { simpleParser } from "mailparser";
 import { z } from "zod";
 import type { OpsContext } from "./context.ts";
 import { shieldRuleView } from "./shield-rules.ts";
 
 const str = (max: number) => z.string({ error: "must be a string" }).max(max, `must be at most ${max} characters`);
+// An address field is a header value (`Alice <alice@x>`, lists, groups): one line, never a header break.
+const addressLine = str(2000).regex(/^[^\r\n]*$/, "must be one line");
 const addressList = z
-  .union([str(320), z.array(str(320), { error: "must be an array of addresses" })], {
+  .union([addressLine, z.array(addressLine, { error: "must be an array of addresses" }).max(100)], {
     error: "must be an address or an array of addresses",
   })
   .transform((v) => (Array.isArray(v) ? v : [v]));
@@ -34,7 +38,7 @@ export const dryRunSchema = z
       /** Envelope recipient; decides which domain and address scopes apply. Default: the first `to`. */
       recipient: str(320).optional(),
       raw: z.string({ error: "must be a string (the raw MIME message)" }).min(1, "must not be empty").optional(),
-      from: str(320).optional(),
+      from: addressLine.optional(),
       to: addressList.optional(),
       cc: addressList.optional(),
       subject: str(10_000).nullish(),
@@ -69,12 +73,24 @@ export const dryRunSchema = z
 
 const lower = (a: string) => a.trim().toLowerCase();
 
-const mimeAddresses = (field: AddressObject | AddressObject[] | undefined): string[] =>
-  (Array.isArray(field) ? field : field ? [field] : [])
-    .flatMap((o) => o.value)
-    .flatMap((a) => (a.group ? a.group : [a]))
-    .map((a) => a.address ?? "")
-    .filter(Boolean);
+/**
+ * Address fields read exactly as the rule engine reads the message's headers: mailparser parses
+ * them as header values and @mailroom/core's addressesOf / firstAddressOf pick the addresses.
+ */
+async function parseAddressFields(fields: { from?: string; to: string[]; cc: string[] }) {
+  const line = (name: string, values: string[]) => (values.length > 0 ? `${name}: ${values.join(", ")}\r\n` : "");
+  const m = await simpleParser(
+    line("From", fields.from === undefined ? [] : [fields.from]) +
+      line("To", fields.to) +
+      line("Cc", fields.cc) +
+      "\r\n",
+  );
+  return {
+    from: firstAddressOf(m.from),
+    to: addressesOf(m.to),
+    cc: addressesOf(m.cc),
+  };
+}
 
 type Message = Omit<MessageFacts, "to"> & { to: string[]; cc: string[] };
 
@@ -87,9 +103,9 @@ async function messageOf(input: z.output<typeof dryRunSchema>): Promise<Message>
   if (input.raw !== undefined) {
     const m = await simpleParser(input.raw, { skipTextLinks: true, skipImageLinks: true, skipHtmlToText: false });
     return {
-      from: lower(m.from?.value[0]?.address ?? ""),
-      to: mimeAddresses(m.to).map(lower),
-      cc: mimeAddresses(m.cc).map(lower),
+      from: firstAddressOf(m.from),
+      to: addressesOf(m.to),
+      cc: addressesOf(m.cc),
       subject: m.subject ?? "",
       body: m.text ?? "",
       attachments: m.attachments.map((a) => ({
@@ -99,10 +115,11 @@ async function messageOf(input: z.output<typeof dryRunSchema>): Promise<Message>
       ...verdicts,
     };
   }
+  const parsed = await parseAddressFields({ from: input.from, to: input.to ?? [], cc: input.cc ?? [] });
   return {
-    from: lower(input.from ?? ""),
-    to: (input.to ?? []).map(lower),
-    cc: (input.cc ?? []).map(lower),
+    from: parsed.from,
+    to: parsed.to,
+    cc: parsed.cc,
     subject: input.subject ?? null,
     body: input.body ?? null,
     attachments: (input.attachments ?? []).map((a) => ({
