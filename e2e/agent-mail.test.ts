@@ -356,7 +356,7 @@ describe("send_email and reply_to_email share the REST service layer", () => {
       body: JSON.stringify(body),
     });
     expect(res.headers.get("idempotent-replayed")).toBe("true");
-    expect((await res.json()).id).toBe(first.id);
+    expect(((await res.json()) as { id: string }).id).toBe(first.id);
     expect(await fails(agent, "send_email", { ...body, text: "other", idempotencyKey: "send-1" })).toBe(
       "Idempotency-Key: already used with a different request",
     );

@@ -9,6 +9,7 @@ import { domainsRouter } from "./domains.ts";
 import { emailsRouter } from "./emails.ts";
 import { endpointActionsRouter } from "./endpoint-actions.ts";
 import { endpointsRouter } from "./endpoints.ts";
+import { eventsRouter } from "./events.ts";
 import { outboundRouter } from "./outbound.ts";
 import { shieldRulesRouter } from "./shield-rules.ts";
 import { threadsRouter } from "./threads.ts";
@@ -28,5 +29,6 @@ export function v1Router(ctx: OpsContext): Router {
   r.use(blocksRouter(ctx));
   r.use(threadsRouter(ctx));
   r.use(accountRouter(ctx));
+  r.use(eventsRouter(ctx));
   return r;
 }
