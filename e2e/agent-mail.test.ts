@@ -3,7 +3,7 @@ import { promises as dns } from "node:dns";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger } from "@mailroom/log";
-import { createRedis } from "@mailroom/queues";
+import { createEventPublisher, createRedis } from "@mailroom/queues";
 import { type DnsServer, startDnsServer, waitFor } from "@mailroom/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -18,7 +18,7 @@ import {
   startOutboundSender,
 } from "../services/outbound-sender/src/index.ts";
 import { startRelay, type TestRelay } from "../services/outbound-sender/test/relay-server.ts";
-import { type ApiProcess, startApiProcess } from "./live.ts";
+import { type ApiProcess, openSse, startApiProcess } from "./live.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
@@ -120,6 +120,7 @@ beforeAll(async () => {
     concurrency: 2,
     sweepIntervalMs: 3_600_000,
     forwardPollMs: 50,
+    events: createEventPublisher(redis, stack.env.redisPrefix, () => undefined),
   });
   [a, b] = [await stack.account(), await stack.account()];
   readKeyA = String((await stack.admin("keys", "create", "--account", a.accountId, "--scope", "read")).key);
@@ -432,6 +433,40 @@ describe("waiters on two API instances", () => {
         messageId: "<b-1@sender.example>",
         toAddresses: [`b@${DOMAIN_B}`],
       });
+    }
+  });
+});
+
+describe("delivery events of forwarded mail", () => {
+  it("the outbound sender publishes delivery.succeeded when it has forwarded to an email endpoint", async () => {
+    const ep = await a.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:archive@archive.example" });
+    expect(ep.status).toBe(201);
+    const domainId = (await a.api("GET", "/api/v1/domains")).body.data[0].id;
+    const addr = await a.api("POST", "/api/v1/addresses", { domainId, localPart: "fwd", endpointId: ep.body.id });
+    expect(addr.status).toBe(201);
+    const events = await openSse(`${stack.apiUrl}/api/v1/events`, a.key);
+    try {
+      await waitFor(async () => events.comments.includes("connected"), { what: "the stream" });
+      await smtp().sendMail({
+        from: "gina@sender.example",
+        to: `fwd@${DOMAIN_A}`,
+        subject: "Archive me",
+        text: "x",
+        messageId: "<fwd-1@sender.example>",
+      });
+      const delivered = await waitFor(async () => events.events.find((e) => e.event === "delivery.succeeded"), {
+        what: "delivery.succeeded of the forward",
+        timeoutMs: 30_000,
+      });
+      const { deliveryId, emailId } = JSON.parse(delivered.data);
+      expect((await a.api("GET", `/api/v1/deliveries/${deliveryId}`)).body).toMatchObject({
+        emailId,
+        endpointId: ep.body.id,
+        status: "delivered",
+      });
+      expect(events.events.map((e) => e.event)).toEqual(["email.received", "delivery.succeeded"]);
+    } finally {
+      events.close();
     }
   });
 });

@@ -1,7 +1,7 @@
 import { createDkimKey, dkimSelectorFor, newMessageId, retryDelayMs } from "@mailroom/core";
 import { newId, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { retryFor } from "@mailroom/queues";
+import { type EventPublisher, retryFor } from "@mailroom/queues";
 import type Mail from "nodemailer/lib/mailer";
 import type { Relay, RelayResult } from "./relay.ts";
 
@@ -13,6 +13,8 @@ export type ForwardDeps = {
   /** A claimed attempt that has not been recorded after this long may be taken over. */
   leaseMs?: number;
   now?: () => Date;
+  /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
+  events?: EventPublisher;
 };
 
 export type ForwardOutcome =
@@ -141,6 +143,11 @@ export async function attemptForward(deps: ForwardDeps, deliveryId: string): Pro
   );
   if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
   deps.logger.info({ deliveryId, attempt, status, reply: result.reply }, "forward attempt");
+  // The final outcome is committed: tell the account's live streams, as the webhook dispatcher does.
+  if (!nextAttemptAt) {
+    const type = result.ok ? "delivery.succeeded" : "delivery.dead";
+    await deps.events?.({ type, accountId: d.accountId, deliveryId: d.id, emailId: d.emailId });
+  }
   return nextAttemptAt
     ? { outcome: "retrying", attempt, nextAttemptAt }
     : { outcome: status as "delivered" | "dead", attempt };

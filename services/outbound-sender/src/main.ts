@@ -1,6 +1,6 @@
 import { createPrisma } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadSenderEnv } from "./env.ts";
 import { createRelay } from "./relay.ts";
@@ -28,6 +28,9 @@ try {
     concurrency: env.OUTBOUND_CONCURRENCY,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     forwardPollMs: env.FORWARD_POLL_MS,
+    events: createEventPublisher(producerRedis, env.REDIS_PREFIX, (err, e) =>
+      logger.warn({ err: err.message, type: e.type, accountId: e.accountId }, "event publish failed"),
+    ),
   });
   const relayHost = new URL(env.SMTP_RELAY_URL).host;
   logger.info({ relay: relayHost, concurrency: env.OUTBOUND_CONCURRENCY }, "outbound-sender consuming queue outbound");

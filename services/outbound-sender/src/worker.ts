@@ -1,4 +1,4 @@
-import { createWorker, type Worker } from "@mailroom/queues";
+import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { forwardDue } from "./forward.ts";
 import { attemptSend, type SenderDeps } from "./send.ts";
@@ -17,6 +17,8 @@ export function startOutboundSender(
     concurrency: number;
     sweepIntervalMs: number;
     forwardPollMs: number;
+    /** Delivery events of forwarded mail (forward.ts). */
+    events?: EventPublisher;
   },
 ): OutboundSender {
   const worker = createWorker(
