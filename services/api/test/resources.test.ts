@@ -388,6 +388,14 @@ describe("REST resources: domains, addresses, endpoints, account", () => {
       await stack.admin("accounts", "set-plan", "--account", a.accountId, "--plan", "scale");
       const s = await a.api("GET", `${V}/account`);
       expect(s.body).toMatchObject({ plan: "scale", limits: { shieldRules: 200, monthlyAllotment: 1_000_000 } });
+      // selfhosted: no cap and no allotment, shown as null; usage is still counted.
+      await stack.admin("accounts", "set-plan", "--account", a.accountId, "--plan", "selfhosted");
+      const h = await a.api("GET", `${V}/account`);
+      expect(h.body).toMatchObject({
+        plan: "selfhosted",
+        limits: { shieldRules: null, monthlyAllotment: null },
+        usage: { month, received: 42, remaining: null },
+      });
     });
   });
 });

@@ -161,12 +161,25 @@ describe("shield rules API", () => {
       const fourth = await acct.api("POST", "/api/v1/shield-rules", rule({ name: "r3" }));
       expect(fourth.status).toBe(402);
       expect(fourth.body.error).toMatch(/free plan allows at most 3 shield rules/);
+      // The way out is named: the operator's CLI command.
+      expect(fourth.body.error).toMatch(/admin accounts set-plan --account <id> --plan selfhosted\|scale/);
       expect(await stack.prisma.shieldRule.count({ where: { accountId: acct.accountId } })).toBe(3);
 
       expect((await acct.api("DELETE", `/api/v1/shield-rules/${ids[0]}`)).status).toBe(204);
       const again = await acct.api("POST", "/api/v1/shield-rules", rule({ name: "r3" }));
       expect(again.status).toBe(201);
       expect(again.body.priority).toBe(3);
+    });
+
+    it("the selfhosted plan has no cap: a free account moved to it creates its 4th and 5th rules", async () => {
+      const acct = await stack.account({ plan: "free" });
+      for (let i = 0; i < 3; i++)
+        expect((await acct.api("POST", "/api/v1/shield-rules", rule({ name: `s${i}` }))).status).toBe(201);
+      expect((await acct.api("POST", "/api/v1/shield-rules", rule({ name: "s3" }))).status).toBe(402);
+      await stack.admin("accounts", "set-plan", "--account", acct.accountId, "--plan", "selfhosted");
+      for (const name of ["s3", "s4"])
+        expect((await acct.api("POST", "/api/v1/shield-rules", rule({ name }))).status).toBe(201);
+      expect(await stack.prisma.shieldRule.count({ where: { accountId: acct.accountId } })).toBe(5);
     });
 
     it("the cap holds under concurrency: 10 parallel creates on free → exactly 3 created", async () => {

@@ -48,7 +48,12 @@ export async function decideRecipient(prisma: PrismaClient, rcpt: string, now = 
   });
   const allotment = planLimits(domain.account.plan).monthlyAllotment;
   if ((usage?.received ?? 0) >= allotment) {
-    return reject(452, "4.2.2", "Mailbox over its monthly allotment, try again later");
+    // The sender sees this; the way out is the operator's (`admin accounts set-plan`), named for them.
+    return reject(
+      452,
+      "4.2.2",
+      "Mailbox over its monthly allotment, try again later (operator: admin accounts set-plan)",
+    );
   }
   return {
     ok: true,

@@ -105,6 +105,7 @@ describe("smtp-ingest reply codes", () => {
     );
     expect(r.ok).toBe(false);
     expect(r.rejectedErrors[0]?.response).toMatch(/^452 4\.2\.2 /);
+    expect(r.rejectedErrors[0]?.response).toMatch(/admin accounts set-plan/);
     // One below the allotment is accepted and counted.
     await t.prisma.usageCounter.update({
       where: { accountId_month: { accountId: full.accountId, month: monthKey(new Date()) } },
@@ -118,6 +119,22 @@ describe("smtp-ingest reply codes", () => {
     expect(ok.ok).toBe(true);
     const usage = await t.prisma.usageCounter.findFirstOrThrow({ where: { accountId: full.accountId } });
     expect(usage.received).toBe(3_000);
+  });
+
+  it("a selfhosted account has no allotment: accepted far past any plan's", async () => {
+    const own = await seedDomain(t.prisma, "own.example", { plan: "selfhosted" });
+    await seedAddress(t.prisma, own, "info");
+    await t.prisma.usageCounter.create({
+      data: { accountId: own.accountId, month: monthKey(new Date()), received: 5_000_000 },
+    });
+    const r = await sendOnce(
+      { port: ingest.port },
+      { from: "a@sender.example", to: ["info@own.example"] },
+      simpleMessage("a@sender.example", "info@own.example"),
+    );
+    expect(r.ok).toBe(true);
+    const usage = await t.prisma.usageCounter.findFirstOrThrow({ where: { accountId: own.accountId } });
+    expect(usage.received).toBe(5_000_001);
   });
 
   it("552 5.3.4 for a message over the size limit, and nothing is spooled", async () => {

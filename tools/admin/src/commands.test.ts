@@ -22,8 +22,9 @@ describe("admin CLI commands", () => {
     return r.value;
   };
 
-  it("creates an account on the free plan by default, or on scale", async () => {
-    expect(await ok("accounts", "create", "--name", "Acme")).toMatchObject({ name: "Acme", plan: "free" });
+  it("creates an account on the selfhosted plan by default, or on free or scale", async () => {
+    expect(await ok("accounts", "create", "--name", "Acme")).toMatchObject({ name: "Acme", plan: "selfhosted" });
+    expect(await ok("accounts", "create", "--name", "Sold", "--plan", "free")).toMatchObject({ plan: "free" });
     const scale = await ok("accounts", "create", "--name", "Big", "--plan", "scale");
     expect(scale.plan).toBe("scale");
     expect(String(scale.id)).toMatch(/^acc_/);
@@ -66,13 +67,20 @@ describe("admin CLI commands", () => {
   });
 
   it.each([
-    [["accounts", "create"], "--name is required"],
-    [["accounts", "create", "--name", "x", "--plan", "gold"], "--plan must be one of free, scale"],
+    [["accounts", "create"], "required option '--name <name>' not specified"],
+    [["accounts", "create", "--name", "x", "--plan", "gold"], "Allowed choices are selfhosted, free, scale"],
+    [["accounts", "create", "--name", "x", "--plna", "scale"], "unknown option '--plna'"],
+    [["accounts", "set-plan", "--account", "acc_missing", "--plan", "scale"], "account acc_missing not found"],
+    [["accounts", "show", "--account", "acc_missing"], "account acc_missing not found"],
     [["keys", "create", "--account", "acc_missing"], "not found"],
-    [["keys", "create", "--account", "acc_x", "--scope", "admin"], "--scope must be read or full"],
+    [["keys", "create", "--account", "acc_x", "--scope", "admin"], "Allowed choices are read, full"],
     [["keys", "revoke", "--key", "key_missing"], "not found"],
+    [["keys", "show", "--key", "key_missing"], "not found"],
     [["domains", "verify", "--domain", "nope.com", "--force"], "not found"],
-    [["bogus"], "unknown command"],
+    [["domains", "verify", "--domain", "nope.com"], "--force is required"],
+    [["domains", "show", "--domain", "nope.com"], "not found"],
+    [["accounts", "list", "extra"], "too many arguments"],
+    [["bogus"], "unknown command 'bogus'"],
   ])("refuses %j with a clear error", async (argv, message) => {
     const r = await runCommand(prisma, argv);
     expect(r.ok).toBe(false);

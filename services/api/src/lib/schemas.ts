@@ -101,15 +101,19 @@ export const threadSchema = z.strictObject({ threadId: id("thr"), data: z.array(
 export const accountSchema = z.strictObject({
   id: z.string(),
   name: z.string(),
-  plan: z.string().describe("free | scale"),
+  plan: z.string().describe("selfhosted | free | scale"),
   limits: z.strictObject({
-    shieldRules: z.number().int().describe("rule cap of the plan"),
-    monthlyAllotment: z.number().int().describe("received messages per calendar month (UTC), blocked ones included"),
+    shieldRules: z.number().int().nullable().describe("rule cap of the plan; null: no cap"),
+    monthlyAllotment: z
+      .number()
+      .int()
+      .nullable()
+      .describe("received messages per calendar month (UTC), blocked ones included; null: no allotment"),
   }),
   usage: z.strictObject({
     month: z.string().describe("YYYY-MM (UTC)"),
     received: z.number().int(),
-    remaining: z.number().int(),
+    remaining: z.number().int().nullable().describe("null when the plan has no allotment"),
     shieldRules: z.number().int(),
   }),
   createdAt: timestamp,

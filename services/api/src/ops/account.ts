@@ -1,4 +1,4 @@
-import { AppError, monthKey, planLimits } from "@mailroom/core";
+import { AppError, limitValue, monthKey, planLimits } from "@mailroom/core";
 import type { OpsContext } from "./context.ts";
 
 /** The caller's account: plan, its limits and this month's usage. */
@@ -16,8 +16,13 @@ export async function getAccount(ctx: OpsContext, accountId: string, now = new D
     id: account.id,
     name: account.name,
     plan: account.plan,
-    limits: { shieldRules: limits.shieldRules, monthlyAllotment: limits.monthlyAllotment },
-    usage: { month, received, remaining: Math.max(0, limits.monthlyAllotment - received), shieldRules: rules },
+    limits: { shieldRules: limitValue(limits.shieldRules), monthlyAllotment: limitValue(limits.monthlyAllotment) },
+    usage: {
+      month,
+      received,
+      remaining: limitValue(Math.max(0, limits.monthlyAllotment - received)),
+      shieldRules: rules,
+    },
     createdAt: account.createdAt.toISOString(),
   };
 }

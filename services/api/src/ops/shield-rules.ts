@@ -11,6 +11,7 @@ import {
   endpointIdsProblem,
   formatZodError,
   invalid,
+  PLAN_CHANGE_HINT,
   patchRuleSchema,
   planLimits,
   type RuleAction,
@@ -127,7 +128,7 @@ export async function createShieldRule(ctx: OpsContext, accountId: string, body:
     if (count >= cap) {
       throw new AppError(
         "payment_required",
-        `The ${plan} plan allows at most ${cap} shield rules; delete a rule or upgrade the plan to add another`,
+        `The ${plan} plan allows at most ${cap} shield rules; delete a rule or change the plan to add another (${PLAN_CHANGE_HINT})`,
       );
     }
     // Appended last: a new rule never changes how existing rules behave (spec §4).

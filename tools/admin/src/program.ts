@@ -1,0 +1,145 @@
+import { DEFAULT_ADMIN_PLAN, PLAN_NAMES, type PlanName } from "@mailroom/core";
+import type { PrismaClient } from "@mailroom/db";
+import { Command, CommanderError, Option } from "commander";
+import { record, table } from "./format.ts";
+import * as ops from "./ops.ts";
+import { AdminError, type Row } from "./ops.ts";
+
+/** What one command produced: a list (table) or one object (key/value lines). */
+export type Output = { kind: "list"; rows: Row[] } | { kind: "record"; value: Row };
+
+export type Outcome =
+  | { status: "ok"; output: Output; json: boolean }
+  /** `--help` (or a group named without a command, which prints its help as an error). */
+  | { status: "help" }
+  /** Bad command line: unknown command or flag, missing or invalid value. Exit 2. */
+  | { status: "usage"; message: string; printed: boolean }
+  /** The command ran and was refused (e.g. not found). Exit 1. */
+  | { status: "failed"; message: string };
+
+export type Io = { out(text: string): void; err(text: string): void };
+
+/** A usage problem commander cannot express (e.g. `--force` must be given on purpose). */
+class UsageError extends Error {}
+
+/**
+ * The admin CLI as a commander program. Every command has `--help` and `--json`; unknown commands,
+ * unknown flags and extra arguments are errors. The database is opened only when a command runs,
+ * so `--help` works without one.
+ */
+function buildProgram(getPrisma: () => PrismaClient, io: Io, done: (output: Output, json: boolean) => void) {
+  const program = new Command("admin")
+    .description("mailroom operator commands: accounts, API keys, domains")
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .showHelpAfterError("(run with --help for usage)")
+    .allowExcessArguments(false);
+
+  const json = () => new Option("--json", "print JSON (for scripts) instead of a table");
+  type Opts = Record<string, string | boolean | undefined> & { json?: boolean };
+  const leaf = (parent: Command, name: string, description: string) =>
+    parent.command(name).description(description).addOption(json()).allowExcessArguments(false);
+  const list = (run: (o: Opts) => Promise<Row[]>) => async (o: Opts) =>
+    done({ kind: "list", rows: await run(o) }, o.json === true);
+  const one = (run: (o: Opts) => Promise<Row>) => async (o: Opts) =>
+    done({ kind: "record", value: await run(o) }, o.json === true);
+  const plan = () =>
+    new Option(
+      "--plan <plan>",
+      "selfhosted: no rule cap or allotment; free and scale: for operators who sell plans",
+    ).choices(PLAN_NAMES);
+  const str = (v: unknown) => v as string;
+
+  const accounts = program.command("accounts").description("accounts and their plans");
+  leaf(accounts, "create", "create an account")
+    .requiredOption("--name <name>", "display name")
+    .addOption(plan().default(DEFAULT_ADMIN_PLAN))
+    .action(one((o) => ops.createAccount(getPrisma(), str(o.name), o.plan as PlanName)));
+  leaf(accounts, "set-plan", "change an account's plan (lifts or sets its rule cap and monthly allotment)")
+    .requiredOption("--account <id>", "account id (acc_…)")
+    .addOption(plan().makeOptionMandatory())
+    .action(one((o) => ops.setPlan(getPrisma(), str(o.account), o.plan as PlanName)));
+  leaf(accounts, "list", "list every account").action(list(() => ops.listAccounts(getPrisma())));
+  leaf(accounts, "show", "one account: plan, limits, this month's usage, counts")
+    .requiredOption("--account <id>", "account id (acc_…)")
+    .action(one((o) => ops.showAccount(getPrisma(), str(o.account))));
+
+  const keys = program.command("keys").description("API keys (the key itself is shown once, at creation)");
+  leaf(keys, "create", "create an API key and print it once")
+    .requiredOption("--account <id>", "account id (acc_…)")
+    .addOption(
+      new Option("--scope <scope>", "read: GET/HEAD only; full: everything").choices(["read", "full"]).default("read"),
+    )
+    .option("--name <label>", "label shown in lists")
+    .action(
+      one((o) =>
+        ops.createKey(getPrisma(), {
+          accountId: str(o.account),
+          scope: o.scope as "read" | "full",
+          name: o.name as string | undefined,
+        }),
+      ),
+    );
+  leaf(keys, "revoke", "revoke a key at once")
+    .requiredOption("--key <id>", "key id (key_…)")
+    .action(one((o) => ops.revokeKey(getPrisma(), str(o.key))));
+  leaf(keys, "list", "list keys (prefix, scope, last use; never the key)")
+    .option("--account <id>", "only this account's keys")
+    .action(list((o) => ops.listKeys(getPrisma(), o.account as string | undefined)));
+  leaf(keys, "show", "one key")
+    .requiredOption("--key <id>", "key id (key_…)")
+    .action(one((o) => ops.showKey(getPrisma(), str(o.key))));
+
+  const domains = program.command("domains").description("receiving domains");
+  leaf(domains, "verify", "mark a domain verified without checking DNS (local trials)")
+    .requiredOption("--domain <domain>", "domain name")
+    .option("--force", "required: confirms skipping the DNS check")
+    .action(
+      one(async (o) => {
+        if (o.force !== true)
+          throw new UsageError("--force is required: this marks the domain verified without checking DNS");
+        return ops.forceVerifyDomain(getPrisma(), str(o.domain));
+      }),
+    );
+  leaf(domains, "list", "list domains")
+    .option("--account <id>", "only this account's domains")
+    .action(list((o) => ops.listDomains(getPrisma(), o.account as string | undefined)));
+  leaf(domains, "show", "one domain with its DNS records")
+    .requiredOption("--domain <domain>", "domain name")
+    .action(one((o) => ops.showDomain(getPrisma(), str(o.domain))));
+
+  return program;
+}
+
+/** Parses and runs one command line; never exits the process and never throws for a refusal. */
+export async function execute(argv: readonly string[], getPrisma: () => PrismaClient, io: Io): Promise<Outcome> {
+  let result: { output: Output; json: boolean } | undefined;
+  const program = buildProgram(getPrisma, io, (output, json) => {
+    result = { output, json };
+  });
+  if (argv.length === 0) {
+    io.err(program.helpInformation());
+    return { status: "usage", message: "a command is required", printed: true };
+  }
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.exitCode === 0) return { status: "help" };
+      // A group without its command: commander printed the group's help on stderr.
+      if (err.code === "commander.help") return { status: "usage", message: "a command is required", printed: true };
+      return { status: "usage", message: err.message.replace(/^error: /, ""), printed: true };
+    }
+    if (err instanceof UsageError) return { status: "usage", message: err.message, printed: false };
+    if (err instanceof AdminError) return { status: "failed", message: err.message };
+    throw err;
+  }
+  if (!result) return { status: "help" };
+  return { status: "ok", ...result };
+}
+
+/** The text printed on stdout for a result. */
+export function render(output: Output, json: boolean): string {
+  if (json) return JSON.stringify(output.kind === "list" ? { data: output.rows } : output.value);
+  return output.kind === "list" ? table(output.rows) : record(output.value);
+}
