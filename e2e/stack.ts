@@ -1,8 +1,8 @@
-import { promises as dns } from "node:dns";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createCursorCodec, createPrisma, type PrismaClient } from "@mailroom/db";
 import { type DomainDns, startVerifier } from "@mailroom/domain-verification";
+import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createEventPublisher, createQueue, createRedis, type Queue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
@@ -86,8 +86,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const outboundQueue = createQueue("outbound", { connection: producer, prefix: env.redisPrefix });
   const allowPrivate = opts.allowPrivateDestinations ?? true;
   const publicApiUrl = "http://127.0.0.1:0";
-  const egressResolver = new dns.Resolver({ timeout: 2_000, tries: 1 });
-  if (opts.egressDnsServers) egressResolver.setServers(opts.egressDnsServers);
+  // As main.ts builds it: one resolver behind the API's SSRF checks and the dispatcher's deliveries.
+  const egressResolver = createEgressResolver(opts.egressDnsServers);
 
   // Live events as in production: the rule engine and dispatcher publish, the API's hub subscribes.
   const events = createEventHub(producer, env.redisPrefix, logger, { heartbeatMs: opts.eventsHeartbeatMs ?? 15_000 });

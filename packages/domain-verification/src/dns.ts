@@ -26,19 +26,6 @@ const NOT_FOUND_CODES = new Set<string>([dns.NOTFOUND, dns.NODATA]);
 
 export const normalizeName = (name: string): string => name.trim().toLowerCase().replace(/\.+$/, "");
 
-/** Splits the `DNS_SERVERS` variable (comma or whitespace separated) into entries. */
-export function parseDnsServers(value: string | undefined): string[] {
-  return (value ?? "")
-    .split(/[\s,]+/)
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
-/** Throws (with the resolver's own message) when an entry is not something `setServers` accepts. */
-export function assertDnsServers(servers: readonly string[]): void {
-  if (servers.length) new dns.Resolver().setServers([...servers]);
-}
-
 /**
  * DNS lookups with timeouts against `servers` (or the system's). Every lookup gets its own resolver,
  * so that the overall deadline can cancel it without cancelling the others.

@@ -1,8 +1,7 @@
 // The verifier's library surface: the API's `POST /domains/{id}/verify` runs the same check and the
 // same lifecycle as the scheduled loop, so the two can never disagree about what "verified" means.
 export { type CheckResult, checkRecords, type RecordResult } from "./check.ts";
-export { createDomainDns, type DnsOptions, type DomainDns, type Lookup, parseDnsServers } from "./dns.ts";
-export { dnsServersEnv } from "./dns-env.ts";
+export { createDomainDns, type DnsOptions, type DomainDns, type Lookup } from "./dns.ts";
 export * from "./lifecycle.ts";
 export {
   type CheckOutcome,

@@ -1,5 +1,4 @@
-import { commonEnv, envBoolean, parseEnv } from "@mailroom/config";
-import { dnsServersEnv } from "@mailroom/domain-verification";
+import { commonEnv, dnsServersEnv, envBoolean, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const apiEnvSchema = z.object({
@@ -21,7 +20,11 @@ export const apiEnvSchema = z.object({
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** `sliding` (the previous window's count weighted by its overlap; smooth) or `fixed` (a counter per window). */
   RATE_LIMIT_ALGORITHM: z.enum(["sliding", "fixed"]).default("sliding"),
-  /** DNS servers for `POST /domains/{id}/verify` (comma-separated host or host:port); default: the system's. */
+  /**
+   * DNS servers (comma-separated host or host:port; default: the system's) for every lookup the API
+   * makes: domain verification and the SSRF check of endpoint create/update/test, the same servers
+   * the dispatcher asks at delivery.
+   */
   DNS_SERVERS: dnsServersEnv,
 });
 

@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createCursorCodec, createPrisma } from "@mailroom/db";
+import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createRedis } from "@mailroom/queues";
 import { waitFor } from "@mailroom/testing";
@@ -28,6 +29,7 @@ async function replica(stack: Stack, over: Partial<AppDeps>) {
     bodyLimit: "1mb",
     cursors: createCursorCodec("test-cursor-secret"),
     checkDestination: async () => ({ ok: true }),
+    egressResolver: createEgressResolver(),
     config: {
       mxHost: "mx.test.example",
       dkimDomain: "example.com",

@@ -1,5 +1,4 @@
-import { commonEnv, parseEnv } from "@mailroom/config";
-import { dnsServersEnv } from "@mailroom/domain-verification";
+import { commonEnv, dnsServersEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const verifierEnvSchema = z.object({

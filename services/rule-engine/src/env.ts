@@ -1,4 +1,4 @@
-import { commonEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const ruleEngineEnvSchema = z.object({
@@ -7,7 +7,7 @@ export const ruleEngineEnvSchema = z.object({
   /** Host name used as the authserv-id in verdicts and for generated Message-IDs. */
   SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),
   /** Comma-separated DNS servers for SPF/DKIM/DMARC lookups (host or host:port); default: the system's. */
-  DNS_SERVERS: z.string().optional(),
+  DNS_SERVERS: dnsServersEnv,
   /** DNS answers kept by the SPF/DKIM/DMARC cache (least recently used evicted). */
   DNS_CACHE_SIZE: z.coerce.number().int().positive().default(10_000),
   /** Upper bound on how long a positive answer is kept, whatever its TTL. */

@@ -1,7 +1,7 @@
-import { createPrisma } from "@mailroom/db";
+import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
-import { fatal, installShutdown } from "@mailroom/runtime";
+import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
 import { loadRuleEngineEnv } from "./env.ts";
 import { createParser } from "./parse.ts";
 import { createDnsResolve } from "./resolver.ts";
@@ -15,6 +15,15 @@ try {
   const prisma = createPrisma(env.DATABASE_URL);
   const workerRedis = createRedis(env.REDIS_URL, "worker");
   const producerRedis = createRedis(env.REDIS_URL, "worker");
+  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
+  await awaitDependencies(
+    [
+      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
+      redisDependency(env.REDIS_URL, producerRedis),
+    ],
+    env.STARTUP_TIMEOUT_MS,
+    (name, error) => logger.warn({ error }, `waiting for ${name}`),
+  );
   checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
   const inboundQueue = createQueue("inbound", { connection: producerRedis, prefix: env.REDIS_PREFIX });
   const deliveryQueue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
@@ -41,19 +50,14 @@ try {
           }),
         }
       : {}),
-    resolver: createDnsResolve(
-      env.DNS_SERVERS?.split(",")
-        .map((s) => s.trim())
-        .filter(Boolean),
-      {
-        maxEntries: env.DNS_CACHE_SIZE,
-        maxTtlS: env.DNS_CACHE_MAX_TTL_S,
-        negativeTtlMaxS: env.DNS_NEGATIVE_TTL_MAX_S,
-        errorTtlMs: env.DNS_ERROR_TTL_MS,
-        maxInFlight: env.DNS_MAX_IN_FLIGHT,
-        timeoutMs: env.DNS_TIMEOUT_MS,
-      },
-    ),
+    resolver: createDnsResolve(env.DNS_SERVERS, {
+      maxEntries: env.DNS_CACHE_SIZE,
+      maxTtlS: env.DNS_CACHE_MAX_TTL_S,
+      negativeTtlMaxS: env.DNS_NEGATIVE_TTL_MAX_S,
+      errorTtlMs: env.DNS_ERROR_TTL_MS,
+      maxInFlight: env.DNS_MAX_IN_FLIGHT,
+      timeoutMs: env.DNS_TIMEOUT_MS,
+    }),
     mtaHostname: env.SMTP_HOSTNAME,
     events: createEventPublisher(producerRedis, env.REDIS_PREFIX, (err, e) =>
       logger.warn({ err: err.message, type: e.type, accountId: e.accountId }, "event publish failed"),

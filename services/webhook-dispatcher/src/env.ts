@@ -1,4 +1,4 @@
-import { commonEnv, envBoolean, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, envBoolean, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const dispatcherEnvSchema = z.object({
@@ -10,8 +10,8 @@ export const dispatcherEnvSchema = z.object({
   BACKOFF_UNIT_MS: z.coerce.number().int().positive().default(60_000),
   /** Local development only: deliveries may go to private addresses (SSRF guard off). */
   ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
-  /** Comma-separated DNS servers for endpoint host lookups; default: the system's. */
-  DNS_SERVERS: z.string().optional(),
+  /** DNS servers for endpoint host lookups (the API's SSRF check asks the same); default: the system's. */
+  DNS_SERVERS: dnsServersEnv,
   SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
   /** A due delivery is re-queued by the sweeper once it is this overdue. */
   SWEEP_GRACE_MS: z.coerce.number().int().nonnegative().default(30_000),

@@ -1,5 +1,5 @@
-import { promises as dns } from "node:dns";
 import { createPrisma } from "@mailroom/db";
+import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
@@ -16,11 +16,8 @@ try {
   const producerRedis = createRedis(env.REDIS_URL, "worker");
   checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
   const queue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
-  const resolver = new dns.Resolver({ timeout: 3_000, tries: 2 });
-  const servers = env.DNS_SERVERS?.split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  if (servers?.length) resolver.setServers(servers);
+  // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
+  const resolver = createEgressResolver(env.DNS_SERVERS);
   const dispatcher = startDispatcher({
     prisma,
     queue,

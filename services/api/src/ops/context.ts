@@ -23,8 +23,12 @@ export type OpsContext = {
   domainDns?: DomainDns;
   /** Queues attempt `n` of a delivery (queue `delivery`); absent: the dispatcher's sweeper finds it. */
   enqueueDelivery?: (deliveryId: string, attempt: number) => Promise<void>;
-  /** DNS behind the SSRF guard of `POST /endpoints/{id}/test`; default: the system's resolvers. */
-  egressResolver?: AddressResolver;
+  /**
+   * DNS behind the SSRF guard of `POST /endpoints/{id}/test`: main.ts builds it from DNS_SERVERS
+   * (createEgressResolver), the same resolver as checkDestination and as the dispatcher's. Required,
+   * so no path falls back to the system's resolvers while another asks DNS_SERVERS.
+   */
+  egressResolver: AddressResolver;
   /** Live events (wait_for_email, GET /events): this replica's Redis subscription; absent: those answer 503. */
   events?: EventHub;
 };

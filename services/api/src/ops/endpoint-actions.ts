@@ -1,4 +1,3 @@
-import { promises as dns } from "node:dns";
 import { AppError, emailReceivedPayload, emailView, endpointView, invalid } from "@mailroom/core";
 import { newId, randomBase62 } from "@mailroom/db";
 import { buildDeliveryRequest, guardedRequest, judgeResponse } from "@mailroom/egress";
@@ -19,8 +18,6 @@ export const endpointTestResultSchema = z.strictObject({
     .describe("null when ok; else timeout, unreachable: <code>, non-public URL: <reason>, redirect: …, HTTP <status>"),
   responseBody: z.string().describe("the endpoint's response body, truncated to 4 KB"),
 });
-
-let fallbackResolver: dns.Resolver | undefined;
 
 /**
  * Spec §4 `POST /endpoints/{id}/test`: one sample `email.received` request exactly as a real
@@ -72,13 +69,12 @@ export async function testEndpoint(ctx: OpsContext, accountId: string, id: strin
     endpointId: endpoint.id,
   });
   const { body, headers } = buildDeliveryRequest(endpoint, payload, now);
-  fallbackResolver ??= new dns.Resolver({ timeout: 3_000, tries: 2 });
   const res = await guardedRequest({
     url: endpoint.url,
     body,
     headers,
     timeoutMs: endpoint.timeoutSeconds * 1000,
-    resolver: ctx.egressResolver ?? fallbackResolver,
+    resolver: ctx.egressResolver,
     allowPrivate: ctx.config.allowPrivateDestinations,
   });
   const verdict = judgeResponse(res);
