@@ -1,22 +1,15 @@
-import { createServer } from "node:http";
-import { createCursorCodec, createPrisma, poolOf } from "@mailroom/db";
+import { createCursorCodec, createPrisma } from "@mailroom/db";
 import { createDomainDns } from "@mailroom/domain-verification";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis } from "@mailroom/queues";
-import {
-  awaitDependencies,
-  fatal,
-  installShutdown,
-  listen,
-  postgresDependency,
-  redisDependency,
-} from "@mailroom/runtime";
+import { fatal, installShutdown } from "@mailroom/runtime";
 import { createApp } from "./app.ts";
 import { loadApiEnv } from "./env.ts";
 import { createEventHub } from "./events/hub.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
 import { outboundEnqueuer } from "./lib/outbound-queue.ts";
+import { waitForRedisLogged } from "./lib/redis-ready.ts";
 import { deliveryEnqueuer } from "./ops/deliveries.ts";
 
 const bootLogger = createLogger("api");
@@ -59,19 +52,11 @@ try {
       allowPrivateDestinations: env.ALLOW_PRIVATE_DESTINATIONS,
     },
   });
-  // Listen only once Postgres and Redis answer (the rate limiter could not count a request before);
-  // past STARTUP_TIMEOUT_MS, or with the port taken, exit with one line instead of limping on.
-  await awaitDependencies(
-    [
-      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
-      redisDependency(env.REDIS_URL, redis),
-    ],
-    env.STARTUP_TIMEOUT_MS,
-    (name, error) => logger.warn({ error }, `waiting for ${name} before listening`),
-  );
-  const server = createServer(app);
-  await listen(server, env.API_PORT, env.API_HOST);
-  logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on http://${env.API_HOST}:${env.API_PORT}`);
+  // Listen only once Redis is ready: until then the rate limiter could not count a request.
+  await waitForRedisLogged(redis, logger);
+  const server = app.listen(env.API_PORT, env.API_HOST, () => {
+    logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on http://${env.API_HOST}:${env.API_PORT}`);
+  });
   server.on("error", (err) => fatal(logger, err));
   installShutdown(
     logger,

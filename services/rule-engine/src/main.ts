@@ -1,7 +1,7 @@
-import { createPrisma, poolOf } from "@mailroom/db";
+import { createPrisma } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
-import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
+import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadRuleEngineEnv } from "./env.ts";
 import { createParser } from "./parse.ts";
 import { createDnsResolve } from "./resolver.ts";
@@ -15,15 +15,6 @@ try {
   const prisma = createPrisma(env.DATABASE_URL);
   const workerRedis = createRedis(env.REDIS_URL, "worker");
   const producerRedis = createRedis(env.REDIS_URL, "worker");
-  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
-  await awaitDependencies(
-    [
-      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
-      redisDependency(env.REDIS_URL, producerRedis),
-    ],
-    env.STARTUP_TIMEOUT_MS,
-    (name, error) => logger.warn({ error }, `waiting for ${name}`),
-  );
   checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
   const inboundQueue = createQueue("inbound", { connection: producerRedis, prefix: env.REDIS_PREFIX });
   const deliveryQueue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
