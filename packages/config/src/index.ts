@@ -35,3 +35,4 @@ export const commonEnv = {
 };
 
 export { assertDnsServers, dnsServersEnv, parseDnsServers } from "./dns-servers.ts";
+export { HEALTH_PORTS, healthEnv } from "./health.ts";

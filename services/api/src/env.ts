@@ -1,8 +1,9 @@
-import { commonEnv, dnsServersEnv, envBoolean, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const apiEnvSchema = z.object({
   ...commonEnv,
+  ...healthEnv(HEALTH_PORTS.api),
   API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   API_HOST: z.string().default("0.0.0.0"),
   /** Host name of our MX, published in every domain's MX record. */

@@ -1,8 +1,9 @@
-import { commonEnv, dnsServersEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const verifierEnvSchema = z.object({
   ...commonEnv,
+  ...healthEnv(HEALTH_PORTS["domain-verifier"]),
   DNS_SERVERS: dnsServersEnv,
   /** Per-try DNS timeout; a lookup gives up after (tries + 1) × this at the latest. */
   DNS_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),

@@ -1,8 +1,9 @@
-import { commonEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const senderEnvSchema = z.object({
   ...commonEnv,
+  ...healthEnv(HEALTH_PORTS["outbound-sender"]),
   /**
    * The relay every outbound message is handed to: `smtp://[user:pass@]host[:port]` (STARTTLS when
    * offered) or `smtps://…` (TLS from the start). Default: an MTA on this machine.

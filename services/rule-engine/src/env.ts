@@ -1,8 +1,9 @@
-import { commonEnv, dnsServersEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const ruleEngineEnvSchema = z.object({
   ...commonEnv,
+  ...healthEnv(HEALTH_PORTS["rule-engine"]),
   RULE_ENGINE_CONCURRENCY: z.coerce.number().int().positive().default(4),
   /** Host name used as the authserv-id in verdicts and for generated Message-IDs. */
   SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),

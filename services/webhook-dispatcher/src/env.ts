@@ -1,8 +1,9 @@
-import { commonEnv, dnsServersEnv, envBoolean, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 
 export const dispatcherEnvSchema = z.object({
   ...commonEnv,
+  ...healthEnv(HEALTH_PORTS["webhook-dispatcher"]),
   DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(16),
   /** Attempts in flight to one endpoint across all dispatchers: a slow endpoint cannot take every slot. */
   DISPATCHER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(4),

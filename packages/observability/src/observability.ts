@@ -1,0 +1,91 @@
+import type { Logger } from "@mailroom/log";
+import type { Registry } from "prom-client";
+import { createDependencyErrorLog, type DependencyErrorLog } from "./dependency-errors.ts";
+import { createHealth, type Health, type ReadinessCheck } from "./health.ts";
+import { type HealthServer, startHealthServer } from "./health-server.ts";
+import { createRegistry } from "./registry.ts";
+
+export type Observability = {
+  registry: Registry;
+  health: Health;
+  errors: DependencyErrorLog;
+  server: HealthServer;
+  /** The shutdown step that goes first: readiness turns false while the service drains. */
+  drain(): void;
+  /** The shutdown step that goes last, so probes see "draining" until the process is done. */
+  close(): Promise<void>;
+};
+
+export type ObservabilityOptions = {
+  service: string;
+  logger: Logger;
+  /** HEALTH_PORT (0: an ephemeral port, named in the log line) and HEALTH_HOST. */
+  port: number;
+  host: string;
+  /** Readiness checks, e.g. `{ postgres: () => prisma.$queryRaw\`SELECT 1\`, redis: () => redis.ping() }`. */
+  checks?: Record<string, ReadinessCheck>;
+  /** Window of the dependency-error rate limiter (default 30 s). */
+  errorWindowMs?: number;
+};
+
+const installed = new WeakMap<Logger, DependencyErrorLog>();
+
+/**
+ * Metrics registry, readiness, the dependency-error rate limiter and the health/metrics HTTP port
+ * of one service process. Rejects when the port cannot be bound (the caller exits).
+ */
+export async function startObservability(opts: ObservabilityOptions): Promise<Observability> {
+  const registry = createRegistry(opts.service);
+  const health = createHealth(opts.checks);
+  const errors = createDependencyErrorLog(opts.logger, {
+    registry,
+    ...(opts.errorWindowMs ? { windowMs: opts.errorWindowMs } : {}),
+  });
+  installed.set(opts.logger, errors);
+  const server = await startHealthServer({ registry, health, port: opts.port, host: opts.host });
+  opts.logger.info(
+    { host: opts.host, port: server.port },
+    `health and metrics on http://${opts.host}:${server.port} (/healthz /readyz /metrics)`,
+  );
+  return {
+    registry,
+    health,
+    errors,
+    server,
+    drain: () => health.drain(),
+    async close() {
+      errors.flush();
+      await server.close();
+    },
+  };
+}
+
+/**
+ * The dependency-error log of the process `logger` belongs to (the one startObservability made), so
+ * modules that only hold a logger (a worker's "error" listener) fold their errors into the same
+ * count. Without one (a test wiring a worker by hand) a private limiter is made for that logger.
+ */
+export function dependencyErrors(logger: Logger): DependencyErrorLog {
+  let log = installed.get(logger);
+  if (!log) {
+    log = createDependencyErrorLog(logger);
+    installed.set(logger, log);
+  }
+  return log;
+}
+
+type ErrorEmitter = { on(event: "error", listener: (err: Error) => void): unknown };
+type RedisEmitter = ErrorEmitter & { on(event: "ready", listener: () => void): unknown };
+
+/** Routes a Redis connection's errors through the rate limiter (an ioredis client without an
+ * "error" listener prints raw multi-line stack traces to stderr). */
+export function watchRedis(redis: RedisEmitter, errors: DependencyErrorLog, source: string): void {
+  redis.on("error", (err) => errors.report("redis", err, { source }));
+  redis.on("ready", () => errors.recovered("redis"));
+}
+
+/** Same for a BullMQ queue or worker, which re-emits its connection's errors (and, without a
+ * listener, prints them with console.error). */
+export function watchErrors(emitter: ErrorEmitter, errors: DependencyErrorLog, source: string): void {
+  emitter.on("error", (err) => errors.report("redis", err, { source }));
+}

@@ -1,0 +1,94 @@
+import type { Queue } from "@mailroom/queues";
+import { Gauge, type Registry } from "prom-client";
+
+const STATES = ["waiting", "active", "delayed", "prioritized", "failed", "completed"] as const;
+
+/**
+ * Queue depth per state and the age of the oldest waiting job, per queue, read from Redis at
+ * scrape time (what an HPA or KEDA scales workers on, and what "mail is stuck" alerts watch).
+ * A read that fails or takes longer than `timeoutMs` leaves the series out of that scrape rather
+ * than hanging it; `mailroom_queue_scrape_errors` says so.
+ */
+export function registerQueueMetrics(registry: Registry, queues: Queue[], timeoutMs = 2_000, now = Date.now): void {
+  const read = async (queue: Queue) => {
+    const [counts, oldest] = await withTimeout(
+      Promise.all([queue.getJobCounts(...STATES), queue.getJobs(["wait"], 0, 0, true)]),
+      timeoutMs,
+    );
+    const job = oldest[0];
+    // A job that was delayed (a retry with backoff) has been waiting only since its delay ran out.
+    const ageMs = job ? Math.max(0, now() - (job.timestamp + (job.delay ?? 0))) : 0;
+    return { counts, ageSeconds: ageMs / 1000 };
+  };
+  const scrapeErrors = new Gauge({
+    name: "mailroom_queue_scrape_errors",
+    help: "1 when the last scrape could not read the queue from Redis (its depth series are then absent)",
+    labelNames: ["queue"],
+    registers: [registry],
+  });
+  // One Redis read per queue per scrape, shared by both gauges.
+  let pending: Promise<Awaited<ReturnType<typeof read>> | null>[] | null = null;
+  const snapshot = () => {
+    pending ??= queues.map((q) =>
+      read(q).then(
+        (r) => {
+          scrapeErrors.set({ queue: q.name }, 0);
+          return r;
+        },
+        () => {
+          scrapeErrors.set({ queue: q.name }, 1);
+          return null;
+        },
+      ),
+    );
+    const current = pending;
+    void Promise.all(current).then(() => {
+      if (pending === current) pending = null;
+    });
+    return Promise.all(current);
+  };
+
+  new Gauge({
+    name: "mailroom_queue_jobs",
+    help: "Jobs in a queue by state",
+    labelNames: ["queue", "state"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const results = await snapshot();
+      queues.forEach((q, i) => {
+        const r = results[i];
+        if (r) for (const state of STATES) this.set({ queue: q.name, state }, r.counts[state] ?? 0);
+      });
+    },
+  });
+  new Gauge({
+    name: "mailroom_queue_oldest_waiting_seconds",
+    help: "Age of the oldest job waiting for a worker (0 when none waits)",
+    labelNames: ["queue"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const results = await snapshot();
+      queues.forEach((q, i) => {
+        const r = results[i];
+        if (r) this.set({ queue: q.name }, r.ageSeconds);
+      });
+    },
+  });
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+        timer.unref();
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
