@@ -18,6 +18,19 @@ export const ingestEnvSchema = z
     SMTP_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(0).default(1_800_000),
     SMTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().positive().default(20),
     SMTP_MAX_CONNECTIONS: z.coerce.number().int().positive().default(500),
+    /** Connections from one /24 (IPv4) or /64 (IPv6) (issue 12). */
+    SMTP_MAX_CONNECTIONS_PER_NET: z.coerce.number().int().positive().default(50),
+    /** Sessions that have not sent an accepted MAIL FROM yet; default half of SMTP_MAX_CONNECTIONS. */
+    SMTP_MAX_PRE_MAIL_SESSIONS: z.coerce.number().int().positive().optional(),
+    /** From connect to the first accepted MAIL FROM; 0 = no deadline. */
+    SMTP_MAIL_DEADLINE_MS: z.coerce.number().int().min(0).default(60_000),
+    /** For each whole command line once the previous reply is out (bytes trickled do not extend it); 0 = none. */
+    SMTP_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(0).default(60_000),
+    /** DATA must average this many bytes/s over each SMTP_DATA_RATE_WINDOW_MS; 0 = no floor. */
+    SMTP_DATA_MIN_BYTES_PER_SEC: z.coerce.number().int().min(0).default(1024),
+    SMTP_DATA_RATE_WINDOW_MS: z.coerce.number().int().positive().default(30_000),
+    /** Pause before the banner; a client that talks before it is refused (smtp-server's early-talker check). */
+    SMTP_GREETING_DELAY_MS: z.coerce.number().int().min(0).default(100),
     /** DATA bytes held in memory across all connections before readers are slowed down (issue 12). */
     SMTP_DATA_MEMORY_BYTES: z.coerce.number().int().positive().default(67_108_864),
     /** DATA is appended to Postgres in slices of this size as it arrives. */

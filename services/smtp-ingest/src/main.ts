@@ -29,6 +29,15 @@ try {
     connectionTimeoutMs: env.SMTP_CONNECTION_TIMEOUT_MS,
     maxConnections: env.SMTP_MAX_CONNECTIONS,
     maxConnectionsPerIp: env.SMTP_MAX_CONNECTIONS_PER_IP,
+    policy: {
+      maxPerNet: env.SMTP_MAX_CONNECTIONS_PER_NET,
+      maxPreMail: env.SMTP_MAX_PRE_MAIL_SESSIONS ?? Math.max(1, Math.floor(env.SMTP_MAX_CONNECTIONS / 2)),
+      mailDeadlineMs: env.SMTP_MAIL_DEADLINE_MS,
+      commandTimeoutMs: env.SMTP_COMMAND_TIMEOUT_MS,
+      dataMinBytesPerSec: env.SMTP_DATA_MIN_BYTES_PER_SEC,
+      dataRateWindowMs: env.SMTP_DATA_RATE_WINDOW_MS,
+      greetingDelayMs: env.SMTP_GREETING_DELAY_MS,
+    },
     data: { budget: new DataBudget(env.SMTP_DATA_MEMORY_BYTES), chunkBytes: env.SMTP_DATA_CHUNK_BYTES },
     ...(env.SMTP_TLS_CERT && env.SMTP_TLS_KEY
       ? { tls: { cert: readFileSync(env.SMTP_TLS_CERT), key: readFileSync(env.SMTP_TLS_KEY) } }

@@ -2,7 +2,9 @@ import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import type { Queue } from "@mailroom/queues";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
+import { type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
 import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
+import { unknownParameter } from "./esmtp-params.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { spoolMessage } from "./spool.ts";
@@ -21,12 +23,13 @@ export type IngestOptions = {
   closeTimeoutMs?: number;
   /** Longest a connection may stay open, however busy (the idle limit is socketTimeoutMs). */
   connectionTimeoutMs?: number;
+  /** Slow-client defences beyond the caps above (defaults: connection-guard.ts defaultPolicy). */
+  policy?: Partial<Omit<ConnectionPolicy, "maxConnections" | "maxPerIp" | "lifetimeMs">>;
   /** DATA streaming: memory budget across connections and slice size (default: receive.ts). */
   data?: DataOptions;
 };
 
 type RoutedAddress = SMTPServerAddress & { route?: Route };
-type ConnectionHandle = { session?: { id: string }; send(code: number, text: string): void; close(): void };
 
 /**
  * The SMTP ingest server (DESIGN.md §3.1): recipient checks at RCPT, the size limit at DATA, and
@@ -35,9 +38,6 @@ type ConnectionHandle = { session?: { id: string }; send(code: number, text: str
 export function createIngestServer(opts: IngestOptions): SMTPServer & { shuttingDown: () => void } {
   useOwnEnhancedCodes();
   const { prisma, queue, logger } = opts;
-  const perIp = new Map<string, number>();
-  const counted = new Set<string>(); // sessions holding a per-IP slot (a refused one holds none)
-  const lifetimes = new Map<string, NodeJS.Timeout>();
   let closing = false;
 
   const server = new SMTPServer({
@@ -61,32 +61,22 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
 
     onConnect(session, cb) {
       if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
-      const ip = session.remoteAddress;
-      const n = (perIp.get(ip) ?? 0) + 1;
-      if (n > opts.maxConnectionsPerIp) return cb(smtpError(421, "4.7.0", "Too many connections from your address"));
-      perIp.set(ip, n);
-      counted.add(session.id);
-      if (opts.connectionTimeoutMs) {
-        const timer = setTimeout(() => expire(session.id), opts.connectionTimeoutMs);
-        timer.unref();
-        lifetimes.set(session.id, timer);
-      }
-      cb();
+      cb(guard.admit(session) ?? undefined);
     },
     onClose(session) {
-      clearTimeout(lifetimes.get(session.id));
-      lifetimes.delete(session.id);
-      if (!counted.delete(session.id)) return;
-      const n = (perIp.get(session.remoteAddress) ?? 1) - 1;
-      if (n <= 0) perIp.delete(session.remoteAddress);
-      else perIp.set(session.remoteAddress, n);
+      guard.closed(session);
     },
-    onMailFrom(_address, _session, cb) {
+    onMailFrom(address, session, cb) {
       if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
+      const bad = unknownParameter("MAIL", address.args);
+      if (bad) return cb(bad);
+      guard.mailAccepted(session);
       cb();
     },
     onRcptTo(address: RoutedAddress, _session, cb) {
       if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
+      const bad = unknownParameter("RCPT", address.args);
+      if (bad) return cb(bad);
       decideRecipient(prisma, address.address).then(
         (d) => {
           if (!d.ok) return cb(smtpError(d.code, d.enhanced, d.message));
@@ -122,16 +112,12 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
     },
   });
 
-  /** The connection-lifetime limit: 421 and close, like smtp-server's own idle timeout. */
-  function expire(sessionId: string) {
-    lifetimes.delete(sessionId);
-    const connections = (server as unknown as { connections: Set<ConnectionHandle> }).connections;
-    for (const c of connections) {
-      if (c.session?.id !== sessionId) continue;
-      c.send(421, "4.4.2 Connection time limit exceeded, closing connection");
-      c.close();
-    }
-  }
+  // Deadlines, caps and shedding against slow clients (connection-guard.ts); the lifetime limit too.
+  const guard = guardConnections(server, {
+    ...defaultPolicy(opts.maxConnections, opts.maxConnectionsPerIp),
+    ...opts.policy,
+    lifetimeMs: opts.connectionTimeoutMs ?? 0,
+  });
 
   async function accept(session: SMTPServerSession, body: ReceivedBody): Promise<string> {
     const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));

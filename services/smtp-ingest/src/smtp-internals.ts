@@ -1,0 +1,89 @@
+import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
+import type { SMTPServer, SMTPServerSession } from "smtp-server";
+import { SMTPConnection } from "smtp-server/lib/smtp-connection.js";
+
+/**
+ * The one place that reaches into smtp-server 3.21's private connection state (it offers no hooks
+ * for per-phase deadlines, shedding or the greeting pause). Checked against
+ * node_modules/smtp-server/dist/esm/smtp-connection.js; an upgrade must re-check these fields.
+ */
+export type LiveConnection = {
+  session: SMTPServerSession;
+  remoteAddress: string;
+  _socket: Socket;
+  /** The command parser; in data mode while the message body is being received. */
+  _parser: false | { _dataMode: boolean; dataBytes: number };
+  /** Set from DATA until the onData handler has answered (after the final dot it waits on us). */
+  _dataStream: false | null | Readable;
+  /** A command handler (ours: onMailFrom, onRcptTo…) has not called back yet. */
+  _handlerPending: boolean;
+  _closing: boolean;
+  _closed: boolean;
+  send(code: number, text: string, context?: unknown): void;
+  close(): void;
+};
+
+export type ConnectionHooks = {
+  /** Pause before the banner; a client talking before it is refused (smtp-server's 100 ms). */
+  greetingDelayMs: number;
+  /**
+   * A socket was accepted and already counts in `server.connections`, just before smtp-server
+   * refuses it when over `maxClients`: the moment to free a place by shedding another session.
+   */
+  accepted(conn: LiveConnection): void;
+  /** A whole command line arrived (trickled bytes before it are not progress). */
+  commandStarted(conn: LiveConnection): void;
+  /** Its reply was written: from now on the client owes us the next command. */
+  commandDone(conn: LiveConnection): void;
+};
+
+type Internal = LiveConnection & {
+  _server: SMTPServer & { options: { maxClients?: number }; connections: Set<unknown> };
+  name: string;
+  _setListeners(cb: () => void): void;
+  connectionReady(): void;
+};
+type Proto = {
+  init(this: Internal): void;
+  _onCommand(this: Internal, command: Buffer, callback?: () => void): void;
+};
+
+const hooks = new WeakMap<object, ConnectionHooks>();
+let patched = false;
+
+/** Gives `server`'s connections the hooks (prototype patched once; other servers are untouched). */
+export function installConnectionHooks(server: SMTPServer, h: ConnectionHooks): void {
+  hooks.set(server, h);
+  if (patched) return;
+  patched = true;
+  const proto = SMTPConnection.prototype as unknown as Proto;
+  const init = proto.init;
+  const onCommand = proto._onCommand;
+  // smtp-server's init() with the hook before its maxClients check and a configurable pause.
+  proto.init = function () {
+    const h = hooks.get(this._server);
+    if (!h) return init.call(this);
+    this._setListeners(() => {
+      h.accepted(this);
+      const max = this._server.options.maxClients;
+      if (max && this._server.connections.size > max) {
+        return this.send(421, `${this.name} Too many connected clients, try again in a moment`, false);
+      }
+      setTimeout(() => this.connectionReady(), h.greetingDelayMs).unref();
+    });
+  };
+  proto._onCommand = function (command, callback) {
+    const h = hooks.get(this._server);
+    if (!h) return onCommand.call(this, command, callback);
+    h.commandStarted(this);
+    onCommand.call(this, command, () => {
+      h.commandDone(this);
+      callback?.();
+    });
+  };
+}
+
+/** The open connections of a server (smtp-server's own set). */
+export const connectionsOf = (server: SMTPServer): Set<LiveConnection> =>
+  (server as unknown as { connections: Set<LiveConnection> }).connections;
