@@ -9,6 +9,7 @@ import { buildOpenApi } from "./lib/openapi.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "./lib/rate-limit.ts";
 import { documented } from "./lib/route.ts";
 import { allowedMethods, type RegisteredRoute, registeredRoutes } from "./lib/routes-walk.ts";
+import { refuseUnstorableText } from "./lib/storable-text.ts";
 import { mcpRouter } from "./mcp/http.ts";
 import type { OpsContext } from "./ops/context.ts";
 import { outboundBodyParser } from "./routes/outbound.ts";
@@ -93,6 +94,7 @@ export function createApp(deps: AppDeps): Express {
     answerOptions(allRoutes),
     outboundBodyParser(),
     express.json({ limit: deps.bodyLimit, type: () => true }),
+    refuseUnstorableText,
     v1Router(deps),
   );
   // MCP for agents: same keys, same per-key rate limit; scopes are checked per tool (spec §5.6).
