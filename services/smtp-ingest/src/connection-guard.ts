@@ -105,7 +105,7 @@ export function guardConnections(server: SMTPServer, p: ConnectionPolicy, now = 
     greetingDelayMs: p.greetingDelayMs,
     accepted(conn) {
       const t = now();
-      byId.set(conn.session.id, {
+      const r: Tracked = {
         conn,
         ip: conn.remoteAddress,
         net: networkOf(conn.remoteAddress),
@@ -115,11 +115,15 @@ export function guardConnections(server: SMTPServer, p: ConnectionPolicy, now = 
         owesSince: t,
         progressAt: t,
         data: null,
-      });
-      // Full: make room by closing the most stalled session instead of refusing the newcomer.
-      if (connectionsOf(server).size > p.maxConnections) {
-        shed("4.3.2", "Server busy, closing stalled connection", false, byId.get(conn.session.id));
-      }
+      };
+      byId.set(conn.session.id, r);
+      // Full: make room by closing the most stalled session instead of refusing the newcomer, unless
+      // its own address or network is at its cap (then it is refused anyway, and must not evict).
+      if (connectionsOf(server).size <= p.maxConnections) return null;
+      const capped = capRefusal(r);
+      if (capped) return capped.message;
+      if (shed("4.3.2", "Server busy, closing stalled connection", false, r)) return null;
+      return "4.3.2 Too many connections, try again in a moment";
     },
     commandStarted(conn) {
       const r = tracked(conn);
@@ -133,13 +137,19 @@ export function guardConnections(server: SMTPServer, p: ConnectionPolicy, now = 
     },
   });
 
+  /** The 421 for a newcomer whose address or network already holds its share, or null. */
+  function capRefusal(r: Tracked): Error | null {
+    if ((perIp.get(r.ip) ?? 0) >= p.maxPerIp) return smtpError(421, "4.7.0", "Too many connections from your address");
+    if ((perNet.get(r.net) ?? 0) >= p.maxPerNet)
+      return smtpError(421, "4.7.0", "Too many connections from your network");
+    return null;
+  }
+
   function admit(session: SMTPServerSession): Error | null {
     const r = byId.get(session.id);
     if (!r) return null; // not accepted through the hook (cannot happen): leave it to the idle timeout
-    if ((perIp.get(r.ip) ?? 0) >= p.maxPerIp) return smtpError(421, "4.7.0", "Too many connections from your address");
-    if ((perNet.get(r.net) ?? 0) >= p.maxPerNet) {
-      return smtpError(421, "4.7.0", "Too many connections from your network");
-    }
+    const capped = capRefusal(r);
+    if (capped) return capped;
     if (preMail >= p.maxPreMail && !shed("4.3.2", "Server busy, closing idle connection", true, r)) {
       return smtpError(421, "4.3.2", "Too many connections, try again in a moment");
     }

@@ -28,10 +28,11 @@ export type ConnectionHooks = {
   /** Pause before the banner; a client talking before it is refused (smtp-server's 100 ms). */
   greetingDelayMs: number;
   /**
-   * A socket was accepted and already counts in `server.connections`, just before smtp-server
-   * refuses it when over `maxClients`: the moment to free a place by shedding another session.
+   * A socket was accepted and already counts in `server.connections`, in place of smtp-server's
+   * `maxClients` check: the moment to free a place by shedding another session. Returns the text
+   * of the 421 to refuse it with (enhanced code first), or null to go on to the greeting.
    */
-  accepted(conn: LiveConnection): void;
+  accepted(conn: LiveConnection): string | null;
   /** A whole command line arrived (trickled bytes before it are not progress). */
   commandStarted(conn: LiveConnection): void;
   /** Its reply was written: from now on the client owes us the next command. */
@@ -39,8 +40,7 @@ export type ConnectionHooks = {
 };
 
 type Internal = LiveConnection & {
-  _server: SMTPServer & { options: { maxClients?: number }; connections: Set<unknown> };
-  name: string;
+  _server: SMTPServer;
   _setListeners(cb: () => void): void;
   connectionReady(): void;
 };
@@ -60,16 +60,13 @@ export function installConnectionHooks(server: SMTPServer, h: ConnectionHooks): 
   const proto = SMTPConnection.prototype as unknown as Proto;
   const init = proto.init;
   const onCommand = proto._onCommand;
-  // smtp-server's init() with the hook before its maxClients check and a configurable pause.
+  // smtp-server's init() with the hook in place of its maxClients check and a configurable pause.
   proto.init = function () {
     const h = hooks.get(this._server);
     if (!h) return init.call(this);
     this._setListeners(() => {
-      h.accepted(this);
-      const max = this._server.options.maxClients;
-      if (max && this._server.connections.size > max) {
-        return this.send(421, `${this.name} Too many connected clients, try again in a moment`, false);
-      }
+      const refusal = h.accepted(this);
+      if (refusal) return this.send(421, refusal);
       setTimeout(() => this.connectionReady(), h.greetingDelayMs).unref();
     });
   };

@@ -128,6 +128,21 @@ describe("smtp-ingest against slowloris", () => {
     await ing.close();
   });
 
+  it("at the global cap a newcomer over its own address's cap is refused without evicting anyone", async () => {
+    const ing = await t.start({ maxConnections: 2, maxConnectionsPerIp: 2, policy: { maxPreMail: 10 } });
+    for (let i = 0; i < 2; i++) await slowClient(ing.port, "127.0.50.1", "EHLO x\r\n", 1000);
+    const again = rawClient(ing.port, "127.0.50.1");
+    open.push(again);
+    expect(await again.next(/^421 /)).toMatch(/^421 4\.7\.0 Too many connections from your address/);
+    // Shedding closes its victim at once (server side), before the newcomer is answered.
+    expect(connectionsOf(ing.server).size).toBe(2);
+    const other = rawClient(ing.port, "127.0.51.1");
+    open.push(other);
+    expect(await other.next(/^(220|421) /)).toMatch(/^220 /);
+    expect(connectionsOf(ing.server).size).toBe(2); // one of the stalled ones made room
+    await ing.close();
+  });
+
   it("caps connections per /24 as well as per address (421 4.7.0)", async () => {
     const ing = await t.start({ maxConnectionsPerIp: 2, policy: { maxPerNet: 3 } });
     const greeting = async (address: string) => {
