@@ -8,6 +8,7 @@ export * from "./outbound.ts";
 export * from "./payload.ts";
 export * from "./payload-schema.ts";
 export * from "./plans.ts";
+export * from "./reply-text.ts";
 export * from "./shield/index.ts";
 export * from "./signing.ts";
 export * from "./ssrf.ts";

@@ -39,6 +39,13 @@ export const emailSchema = z
     ccAddresses: z.array(z.string()),
     subject: z.string(),
     textBody: z.string(),
+    strippedText: z
+      .string()
+      .describe(
+        'textBody without the quoted history ("On … wrote:" and its localized forms, Outlook header blocks, ' +
+          'forwarded messages) and without the signature ("-- ", "Sent from my iPhone"): what the sender ' +
+          "wrote in this message. Empty when it holds nothing else",
+      ),
     htmlBody: z.string(),
     attachments: z.array(attachmentSchema),
     spamVerdict: z.string().nullable(),

@@ -2,6 +2,7 @@
  * Resource → JSON, exactly the spec's field lists (§2). Shared by the REST API, the MCP tools and
  * the webhook payload so that all three always agree. Inputs are structural, so database rows fit.
  */
+import { stripReply } from "./reply-text.ts";
 
 export type DnsRecord = { type: string; name: string; value: string; priority?: number };
 
@@ -123,6 +124,11 @@ export type EmailRow = {
   dkimVerdict: string;
   dmarcVerdict: string;
   receivedAt: Date;
+  /**
+   * The reply without quoted history or signature, as the rule engine stored it; null or absent
+   * (mail stored before the column existed, outbound mail) is computed from textBody on read.
+   */
+  strippedText?: string | null;
   /** Fields whose decoded text had characters Postgres cannot store replaced (absent = none). */
   sanitized?: string[];
   /** Outbound only: relay hand-off state (absent or null on inbound mail). */
@@ -159,6 +165,7 @@ export function emailView(e: EmailRow, attachments: readonly AttachmentRow[], ap
     ccAddresses: e.ccAddresses,
     subject: e.subject,
     textBody: e.textBody,
+    strippedText: e.strippedText ?? stripReply(e.textBody),
     htmlBody: e.htmlBody,
     attachments: [...attachments]
       .sort((a, b) => a.index - b.index)

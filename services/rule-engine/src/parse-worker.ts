@@ -1,6 +1,7 @@
 /**
  * Runs inside a worker thread (see parse.ts). Node 24 strips the types of this file itself, so it
- * uses only erasable TypeScript and imports nothing from the monorepo but @mailroom/core/addresses (itself import-free).
+ * uses only erasable TypeScript and imports nothing from the monorepo but @mailroom/core/addresses and
+ * @mailroom/core/reply-text (both import-free).
  *
  * One message per request: a cheap structural pass (MIME parts, nesting, header size) first, then
  * mailparser with the options that avoid its known expensive paths. Attachment contents are sent
@@ -18,6 +19,8 @@ import {
   firstNameOf,
   type ParsedAddressField,
 } from "@mailroom/core/addresses";
+// Reply stripping is pure text work on a body that may be megabytes: it belongs off the event loop.
+import { stripReply } from "@mailroom/core/reply-text";
 
 const require = createRequire(import.meta.url);
 const { MailParser } = require("mailparser");
@@ -57,6 +60,8 @@ export type WorkerEmail = {
   replyTo: string[];
   subject: string;
   textBody: string;
+  /** textBody without quoted history or signature (@mailroom/core/reply-text). */
+  strippedText: string;
   htmlBody: string;
   headers: { key: string; value: string }[];
   attachments: WorkerAttachment[];
@@ -173,6 +178,7 @@ export function parseMime(raw: Uint8Array, limits: ParseLimits): Promise<WorkerE
         replyTo: addresses(headers.get("reply-to") as AddressObject | undefined),
         subject: typeof subject === "string" ? subject : "",
         textBody: text,
+        strippedText: stripReply(text),
         htmlBody: html,
         headers: headerLines.map((h) => ({ key: h.key, value: unfold(h.line.slice(h.line.indexOf(":") + 1)) })),
         attachments,

@@ -79,8 +79,8 @@ export const readTools: ToolDef[] = [
     name: "get_email",
     title: "Get an email",
     description:
-      "Get one email by id with everything: sender, recipients, subject, text and HTML bodies, attachment list, " +
-      "and SPF, DKIM and spam verdicts.",
+      "Get one email by id with everything: sender, recipients, subject, text and HTML bodies, strippedText (the " +
+      "new text of a reply, without quoted history or signature), attachment list, and SPF, DKIM and spam verdicts.",
     input: idInput("email", "em"),
     run: (ctx, accountId, { id }) => getEmail(ctx, accountId, id),
   }),

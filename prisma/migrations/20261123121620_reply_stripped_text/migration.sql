@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "emails" ADD COLUMN     "strippedText" TEXT;
+
