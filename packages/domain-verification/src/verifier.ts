@@ -1,6 +1,7 @@
 import type { DnsRecord } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
+import { dependencyErrors } from "@mailroom/observability";
 import { type CheckResult, checkRecords, type RecordResult } from "./check.ts";
 import type { DomainDns } from "./dns.ts";
 import { type CheckMode, decide, type Transition } from "./lifecycle.ts";
@@ -63,6 +64,8 @@ export type VerifierOptions = VerifierDeps & {
   concurrency: number;
   /** How long a claimed domain stays invisible to other replicas; longer than one check can take. */
   leaseMs: number;
+  /** Called with the transition of every scheduled check (metrics); absent: not counted. */
+  onChecked?: (transition: Transition) => void;
 };
 
 export type RunStats = { checked: number; transitions: Partial<Record<Transition, number>> };
@@ -81,6 +84,7 @@ export async function runDueChecks(opts: VerifierOptions): Promise<RunStats> {
           const { transition } = await checkDomain(opts, d, "scheduled");
           stats.checked++;
           stats.transitions[transition] = (stats.transitions[transition] ?? 0) + 1;
+          opts.onChecked?.(transition);
         } catch (err) {
           // The lease brings the domain back later; one bad row must not stop the others.
           opts.logger.error({ err, domainId: d.id }, "domain check failed");
@@ -115,7 +119,8 @@ export function startVerifier(opts: VerifierOptions): Verifier {
     try {
       await runOnce();
     } catch (err) {
-      opts.logger.error({ err }, "domain verifier pass failed");
+      // Claiming due domains is a Postgres query: while it is down, one line per window, not per poll.
+      dependencyErrors(opts.logger).report("postgres", err, { source: "domain verifier pass" });
     }
     if (!stopped) timer = setTimeout(loop, opts.pollIntervalMs);
   };

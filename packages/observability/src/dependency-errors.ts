@@ -40,6 +40,8 @@ export function createDependencyErrorLog(logger: Logger, opts: DependencyErrorLo
         registers: [opts.registry],
       })
     : null;
+  // Series from the start, so rate() and alerts see a 0 before the first error.
+  for (const dependency of ["redis", "postgres"]) counter?.inc({ dependency }, 0);
 
   const summarize = (dependency: string, s: State) => {
     if (s.count === 0) return false;

@@ -53,3 +53,12 @@ async function outcome(check: ReadinessCheck, timeoutMs: number): Promise<string
     clearTimeout(timer);
   }
 }
+
+/**
+ * Readiness of a Redis client: PING when it is connected. A worker connection queues commands while
+ * Redis is away (maxRetriesPerRequest: null), so a PING then would wait for ever, once per probe.
+ */
+export const redisReadiness =
+  (redis: { status: string; ping(): Promise<unknown> }): ReadinessCheck =>
+  () =>
+    redis.status === "ready" ? redis.ping() : Promise.reject(new Error(`connection ${redis.status}`));

@@ -1,4 +1,6 @@
-export type { Counter, Gauge, Histogram } from "prom-client";
+// Services define their own metrics with these, on the registry of their process.
+export { Counter, Gauge, Histogram, Registry } from "prom-client";
+export * from "./delivery-metrics.ts";
 export * from "./dependency-errors.ts";
 export * from "./health.ts";
 export * from "./health-server.ts";

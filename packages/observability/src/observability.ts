@@ -73,19 +73,3 @@ export function dependencyErrors(logger: Logger): DependencyErrorLog {
   }
   return log;
 }
-
-type ErrorEmitter = { on(event: "error", listener: (err: Error) => void): unknown };
-type RedisEmitter = ErrorEmitter & { on(event: "ready", listener: () => void): unknown };
-
-/** Routes a Redis connection's errors through the rate limiter (an ioredis client without an
- * "error" listener prints raw multi-line stack traces to stderr). */
-export function watchRedis(redis: RedisEmitter, errors: DependencyErrorLog, source: string): void {
-  redis.on("error", (err) => errors.report("redis", err, { source }));
-  redis.on("ready", () => errors.recovered("redis"));
-}
-
-/** Same for a BullMQ queue or worker, which re-emits its connection's errors (and, without a
- * listener, prints them with console.error). */
-export function watchErrors(emitter: ErrorEmitter, errors: DependencyErrorLog, source: string): void {
-  emitter.on("error", (err) => errors.report("redis", err, { source }));
-}

@@ -1,7 +1,5 @@
 import { collectDefaultMetrics, Registry } from "prom-client";
 
-export type { Registry };
-
 /**
  * One Prometheus registry per process, every series labelled with the service's name, with Node's
  * process metrics (CPU, memory, event-loop lag, GC). Services register their own metrics on it in

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "@mailroom/core";
+import type { Registry } from "@mailroom/observability";
 import express, { type Express, type RequestHandler } from "express";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { accessLog, routeTemplates } from "./lib/access-log.ts";
 import { authMiddleware } from "./lib/auth.ts";
 import { errorHandler } from "./lib/http.ts";
 import { buildOpenApi } from "./lib/openapi.ts";
@@ -15,7 +17,15 @@ import type { OpsContext } from "./ops/context.ts";
 import { outboundBodyParser } from "./routes/outbound.ts";
 import { v1Router } from "./routes/v1.ts";
 
-export type AppDeps = OpsContext & { redis: Redis; bodyLimit: string; rateLimit?: RateLimitConfig };
+export type AppDeps = OpsContext & {
+  redis: Redis;
+  bodyLimit: string;
+  rateLimit?: RateLimitConfig;
+  /** Request metrics go here (served on HEALTH_PORT); absent: only the access log. */
+  registry?: Registry;
+  /** True once shutdown began: /readyz answers 503 so the load balancer stops sending requests. */
+  draining?: () => boolean;
+};
 
 const API_VERSION = "1.0.0";
 const DEFAULT_RATE_LIMIT: RateLimitConfig = { limit: 600, windowSeconds: 60, algorithm: "sliding", prefix: "mailroom" };
@@ -32,11 +42,22 @@ export function createApp(deps: AppDeps): Express {
     res.setHeader("X-Request-Id", id);
     next();
   });
+  app.use(
+    accessLog(
+      deps.logger,
+      deps.registry,
+      routeTemplates(() => registeredRoutes(app)),
+    ),
+  );
 
   app.get("/healthz", (_req, res) => {
     res.json({ ok: true });
   });
   app.get("/readyz", async (_req, res) => {
+    if (deps.draining?.()) {
+      res.status(503).json({ ok: false, draining: true });
+      return;
+    }
     const [db, redis] = await Promise.all([
       deps.prisma.$queryRaw`SELECT 1`.then(
         () => "ok",

@@ -1,6 +1,7 @@
 import { createDkimKey, dkimSelectorFor, newMessageId, retryDelayMs } from "@mailroom/core";
 import { newId, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
+import { type DeliveryMetrics, secondsSince } from "@mailroom/observability";
 import { type EventPublisher, retryFor } from "@mailroom/queues";
 import type Mail from "nodemailer/lib/mailer";
 import type { Relay, RelayResult } from "./relay.ts";
@@ -15,6 +16,8 @@ export type ForwardDeps = {
   now?: () => Date;
   /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
   events?: EventPublisher;
+  /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
+  metrics?: DeliveryMetrics;
 };
 
 export type ForwardOutcome =
@@ -41,7 +44,11 @@ export async function forwardDue(deps: ForwardDeps, limit = 50): Promise<number>
     orderBy: { createdAt: "asc" },
     take: limit,
   });
-  for (const d of due) await attemptForward(deps, d.id);
+  for (const d of due) {
+    const started = process.hrtime.bigint();
+    const r = await attemptForward(deps, d.id);
+    if (r.outcome !== "skipped") deps.metrics?.attempt("email", r.outcome, secondsSince(started));
+  }
   return due.length;
 }
 
@@ -142,7 +149,11 @@ export async function attemptForward(deps: ForwardDeps, deliveryId: string): Pro
     }),
   );
   if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
-  deps.logger.info({ deliveryId, attempt, status, reply: result.reply }, "forward attempt");
+  // A dead delivery needs someone to look at it (and maybe replay it): warn.
+  deps.logger[status === "dead" ? "warn" : "info"](
+    { deliveryId, attempt, status, reply: result.reply },
+    "forward attempt",
+  );
   // The final outcome is committed: tell the account's live streams, as the webhook dispatcher does.
   if (!nextAttemptAt) {
     const type = result.ok ? "delivery.succeeded" : "delivery.dead";

@@ -82,7 +82,11 @@ export async function attemptSend(deps: SenderDeps, emailId: string): Promise<Se
     }),
   );
   if (recorded.count === 0) return { outcome: "skipped", reason: "attempt outlived its lease" };
-  deps.logger.info({ emailId, attempt, status, reply: result.reply }, "outbound attempt");
+  // A failed (dead) email needs someone to look at it: warn.
+  deps.logger[status === "failed" ? "warn" : "info"](
+    { emailId, attempt, status, reply: result.reply },
+    "outbound attempt",
+  );
 
   if (nextAttemptAt) {
     await enqueue(

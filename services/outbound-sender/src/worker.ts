@@ -1,3 +1,4 @@
+import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { forwardDue } from "./forward.ts";
@@ -19,18 +20,26 @@ export function startOutboundSender(
     forwardPollMs: number;
     /** Delivery events of forwarded mail (forward.ts). */
     events?: EventPublisher;
+    /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
+    metrics?: DeliveryMetrics;
   },
 ): OutboundSender {
   const worker = createWorker(
     "outbound",
     async ({ emailId }) => {
+      const started = process.hrtime.bigint();
       const r = await attemptSend(deps, emailId);
+      if (r.outcome !== "skipped") {
+        const outcome = r.outcome === "sent" ? "delivered" : r.outcome === "failed" ? "dead" : "retrying";
+        deps.metrics?.attempt("email", outcome, secondsSince(started));
+      }
       if (r.outcome === "skipped") deps.logger.debug({ emailId, reason: r.reason }, "outbound job skipped");
     },
     { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency },
   );
   worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "outbound job failed"));
-  worker.on("error", (err) => deps.logger.warn({ err: err.message }, "outbound worker error"));
+  // Rate-limited: while Redis is down every reconnect attempt lands here.
+  worker.on("error", (err) => dependencyErrors(deps.logger).report("redis", err, { source: "outbound worker" }));
   const timer = setInterval(() => {
     sweepOutbound(deps.prisma, deps.queue, deps.logger).catch((err) =>
       deps.logger.warn({ err: (err as Error).message }, "outbound sweep failed"),

@@ -1,6 +1,8 @@
+import { dependencyErrors } from "@mailroom/observability";
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { processWithBudget } from "./attempts.ts";
+import type { RuleEngineMetrics } from "./metrics.ts";
 import { createParser } from "./parse.ts";
 import type { ProcessDeps } from "./process.ts";
 import { createShield } from "./shield.ts";
@@ -24,6 +26,8 @@ export function startRuleEngine(
     maxTries?: number;
     /** Recipients the sweeper reads per query; it pages through all of them (default 500). */
     sweepPageSize?: number;
+    /** Outcomes and parse failures (metrics.ts); absent: not measured. */
+    metrics?: RuleEngineMetrics;
   },
 ): RuleEngine {
   const parser = deps.parser ?? createParser({ threads: deps.concurrency });
@@ -31,7 +35,7 @@ export function startRuleEngine(
   const worker = createWorker(
     "inbound",
     async ({ spoolRecipientId }) => {
-      await processWithBudget(processDeps, spoolRecipientId, deps.maxTries);
+      deps.metrics?.processed(await processWithBudget(processDeps, spoolRecipientId, deps.maxTries));
     },
     {
       connection: deps.connection,
@@ -41,7 +45,8 @@ export function startRuleEngine(
     },
   );
   // Without a listener an "error" (e.g. Redis restarting under a running job) would be thrown.
-  worker.on("error", (err) => deps.logger.warn({ err: err.message }, "inbound worker error"));
+  // Rate-limited: while Redis is down every reconnect attempt lands here.
+  worker.on("error", (err) => dependencyErrors(deps.logger).report("redis", err, { source: "inbound worker" }));
   worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed"));
   let sweeping = false;
   const timer = setInterval(() => {

@@ -1,11 +1,13 @@
 import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
+import { Registry } from "@mailroom/observability";
 import type { Queue } from "@mailroom/queues";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
 import { type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
 import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
 import { unknownParameter } from "./esmtp-params.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
+import { observeIngest } from "./metrics.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { spoolMessage } from "./spool.ts";
 
@@ -27,6 +29,8 @@ export type IngestOptions = {
   policy?: Partial<Omit<ConnectionPolicy, "maxConnections" | "maxPerIp" | "lifetimeMs">>;
   /** DATA streaming: memory budget across connections and slice size (default: receive.ts). */
   data?: DataOptions;
+  /** Where the SMTP metrics go (metrics.ts; served on HEALTH_PORT); absent: a private registry. */
+  registry?: Registry;
 };
 
 type RoutedAddress = SMTPServerAddress & { route?: Route };
@@ -131,12 +135,15 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
         routes,
       });
       logger.info({ spoolId, bytes: body.size, recipients: routes.length }, "message accepted");
+      metrics.accepted(body.size);
       return spoolId;
     } finally {
       body.release();
     }
   }
 
+  // Sessions, reply codes, accepted messages, and a log line per 4xx/5xx reply.
+  const metrics = observeIngest(server, opts.registry ?? new Registry(), logger);
   server.on("error", (err) => logger.warn({ err: err.message }, "smtp error"));
   return Object.assign(server, {
     shuttingDown: () => {

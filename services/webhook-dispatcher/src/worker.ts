@@ -1,3 +1,4 @@
+import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import { createWorker, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { attemptDelivery, attemptOfJobId, type DispatchDeps } from "./dispatch.ts";
@@ -21,6 +22,8 @@ export type DispatcherOptions = DispatchDeps & {
   sweepIntervalMs?: number;
   /** How overdue a delivery must be before the sweeper re-queues it (default 30 s). */
   sweepGraceMs?: number;
+  /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
+  metrics?: DeliveryMetrics;
 };
 
 /**
@@ -44,10 +47,14 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   const worker = createWorker(
     "delivery",
     async ({ deliveryId }, job) => {
+      const started = process.hrtime.bigint();
       const r = await attemptDelivery(deps, deliveryId, {
         expectedAttempt: attemptOfJobId(job.id),
         holder: `${job.id}:${job.token ?? ""}`,
       });
+      if (r.outcome === "delivered" || r.outcome === "retrying" || r.outcome === "dead") {
+        opts.metrics?.attempt("webhook", r.outcome, secondsSince(started));
+      }
       if (r.outcome === "busy" || r.outcome === "early") {
         // Give the worker slot back instead of waiting in it: that is what keeps one slow endpoint
         // from occupying every slot. Jitter spreads the waiting jobs out.
@@ -56,14 +63,16 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
         throw new MovedToDelayed(`delivery ${deliveryId}: ${r.outcome}`);
       }
       if (r.outcome !== "skipped" || !r.reason.startsWith("stale")) {
-        opts.logger.info({ deliveryId, jobId: job.id, ...r }, "delivery attempt");
+        // A dead delivery needs someone to look at it (and maybe replay it): warn.
+        opts.logger[r.outcome === "dead" ? "warn" : "info"]({ deliveryId, jobId: job.id, ...r }, "delivery attempt");
       }
     },
     { connection: opts.connection, prefix: opts.prefix, concurrency: opts.concurrency },
   );
   worker.on("failed", (job, err) => opts.logger.warn({ jobId: job?.id, err: err.message }, "delivery job failed"));
   // Without a listener an "error" (e.g. Redis restarting under a running job) is thrown and kills the process.
-  worker.on("error", (err) => opts.logger.warn({ err: err.message }, "delivery worker error"));
+  // Rate-limited: while Redis is down every reconnect attempt lands here.
+  worker.on("error", (err) => dependencyErrors(opts.logger).report("redis", err, { source: "delivery worker" }));
 
   let sweeping: Promise<number> | null = null;
   const sweep = () => {
