@@ -1,6 +1,7 @@
 export type { Job, Queue, Worker } from "bullmq";
 export { UnrecoverableError } from "bullmq";
 export * from "./catalog.ts";
+export * from "./connections.ts";
 export * from "./events.ts";
 export * from "./queues.ts";
 export * from "./redis.ts";

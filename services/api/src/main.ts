@@ -2,7 +2,7 @@ import { createCursorCodec, createPrisma } from "@mailroom/db";
 import { createDomainDns } from "@mailroom/domain-verification";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
-import { createQueue, createRedis } from "@mailroom/queues";
+import { createRedisConnections } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { createApp } from "./app.ts";
 import { loadApiEnv } from "./env.ts";
@@ -17,10 +17,11 @@ try {
   const env = loadApiEnv();
   const logger = createLogger("api", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  const redis = createRedis(env.REDIS_URL, "producer");
-  redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
-  const outboundQueue = createQueue("outbound", { connection: redis, prefix: env.REDIS_PREFIX });
-  const deliveryQueue = createQueue("delivery", { connection: redis, prefix: env.REDIS_PREFIX });
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
+  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  const redis = redisConnections.connect("producer");
+  const outboundQueue = redisConnections.queue("outbound", redis);
+  const deliveryQueue = redisConnections.queue("delivery", redis);
   const events = createEventHub(redis, env.REDIS_PREFIX, logger);
   // DNS_SERVERS behind every SSRF check (create/update/test), as in the dispatcher at delivery.
   const egressResolver = createEgressResolver(env.DNS_SERVERS);

@@ -1,6 +1,6 @@
 import { createPrisma } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
+import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadSenderEnv } from "./env.ts";
 import { createRelay } from "./relay.ts";
@@ -11,10 +11,11 @@ try {
   const env = loadSenderEnv();
   const logger = createLogger("outbound-sender", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  const workerRedis = createRedis(env.REDIS_URL, "worker");
-  const producerRedis = createRedis(env.REDIS_URL, "worker");
-  checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
-  const queue = createQueue("outbound", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
+  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  const workerRedis = redisConnections.connect("worker");
+  const producerRedis = redisConnections.connect("worker");
+  const queue = redisConnections.queue("outbound", producerRedis);
   const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });
   const sender = startOutboundSender({
     prisma,

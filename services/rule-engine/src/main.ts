@@ -1,6 +1,6 @@
 import { createPrisma } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
+import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadRuleEngineEnv } from "./env.ts";
 import { createParser } from "./parse.ts";
@@ -13,11 +13,12 @@ try {
   const env = loadRuleEngineEnv();
   const logger = createLogger("rule-engine", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  const workerRedis = createRedis(env.REDIS_URL, "worker");
-  const producerRedis = createRedis(env.REDIS_URL, "worker");
-  checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
-  const inboundQueue = createQueue("inbound", { connection: producerRedis, prefix: env.REDIS_PREFIX });
-  const deliveryQueue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
+  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  const workerRedis = redisConnections.connect("worker");
+  const producerRedis = redisConnections.connect("worker");
+  const inboundQueue = redisConnections.queue("inbound", producerRedis);
+  const deliveryQueue = redisConnections.queue("delivery", producerRedis);
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });
   const engine = startRuleEngine({
     prisma,

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { checkEvictionPolicy, createQueue, createRedis } from "@mailroom/queues";
+import { createRedisConnections } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { DataBudget } from "./data-budget.ts";
 import { loadIngestEnv } from "./env.ts";
@@ -13,11 +13,10 @@ try {
   const env = loadIngestEnv();
   const logger = createLogger("smtp-ingest", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  const redis = createRedis(env.REDIS_URL, "producer");
-  redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
-  const queue = createQueue("inbound", { connection: redis, prefix: env.REDIS_PREFIX });
-  queue.on("error", (err) => logger.warn({ err: err.message }, "inbound queue error"));
-  checkEvictionPolicy(redis).then((w) => w && logger.warn(w));
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
+  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  const redis = redisConnections.connect("producer");
+  const queue = redisConnections.queue("inbound", redis);
   const server = createIngestServer({
     prisma,
     queue,

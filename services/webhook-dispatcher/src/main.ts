@@ -1,7 +1,7 @@
 import { createPrisma } from "@mailroom/db";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
-import { checkEvictionPolicy, createEventPublisher, createQueue, createRedis } from "@mailroom/queues";
+import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
 import { loadDispatcherEnv } from "./env.ts";
 import { createSender } from "./send.ts";
@@ -12,10 +12,11 @@ try {
   const env = loadDispatcherEnv();
   const logger = createLogger("webhook-dispatcher", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  const workerRedis = createRedis(env.REDIS_URL, "worker");
-  const producerRedis = createRedis(env.REDIS_URL, "worker");
-  checkEvictionPolicy(producerRedis).then((w) => w && logger.warn(w));
-  const queue = createQueue("delivery", { connection: producerRedis, prefix: env.REDIS_PREFIX });
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
+  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  const workerRedis = redisConnections.connect("worker");
+  const producerRedis = redisConnections.connect("worker");
+  const queue = redisConnections.queue("delivery", producerRedis);
   // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
   const resolver = createEgressResolver(env.DNS_SERVERS);
   const dispatcher = startDispatcher({
