@@ -1,9 +1,10 @@
 import { emailReceivedPayload, emailView, retryDelayMs } from "@mailroom/core";
-import { newId, type PrismaClient } from "@mailroom/db";
+import type { PrismaClient } from "@mailroom/db";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 import { type EventPublisher, enqueue, type Queue, retryFor } from "@mailroom/queues";
 import type { EndpointSlots } from "./slots.ts";
+import { claimAttempt, loadDelivery, recordAttempt } from "./store.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
 export type SendResult = { status: number | null; body: string; durationMs: number; error: string | null };
@@ -32,7 +33,7 @@ export type AttemptOutcome =
   /** The endpoint is inactive: no attempt; the delivery waits until it is active again. */
   | { outcome: "paused" }
   /** The endpoint already has its maximum of attempts in flight: try again shortly. */
-  | { outcome: "busy" }
+  | { outcome: "busy"; endpointId: string }
   /** The job ran before the row's nextAttemptAt: run it again then. */
   | { outcome: "early"; nextAttemptAt: Date }
   | { outcome: "skipped"; reason: string };
@@ -56,18 +57,7 @@ export async function attemptDelivery(
 ): Promise<AttemptOutcome> {
   const { prisma } = deps;
   const now = deps.now ?? (() => new Date());
-  const d = await prisma.delivery.findUnique({
-    where: { id: deliveryId },
-    include: {
-      endpoint: true,
-      email: {
-        include: {
-          attachments: { select: { index: true, filename: true, contentType: true, size: true, stored: true } },
-          domain: { select: { domain: true } },
-        },
-      },
-    },
-  });
+  const d = await loadDelivery(prisma, deliveryId);
   if (!d) return { outcome: "skipped", reason: "delivery not found" };
   if (d.status === "delivered" || d.status === "dead") return { outcome: "skipped", reason: `already ${d.status}` };
   // Email destinations (mailto:) are forwarded over SMTP by the outbound-sender, not posted here.
@@ -84,7 +74,7 @@ export async function attemptDelivery(
   const timeoutMs = d.endpoint.timeoutSeconds * 1000;
   const holder = opts.holder ?? `${d.id}.${attempt}`;
   if (deps.slots && !(await deps.slots.acquire(d.endpointId, holder, timeoutMs + SLOT_LEASE_MARGIN_MS))) {
-    return { outcome: "busy" };
+    return { outcome: "busy", endpointId: d.endpointId };
   }
 
   // Claim the attempt in Postgres before sending: nextAttemptAt moves to the end of a lease that
@@ -93,16 +83,11 @@ export async function attemptDelivery(
   // for the lease instead of POSTing concurrently; if this worker dies, the lease runs out and the
   // attempt is made again.
   const leaseUntil = new Date(now().getTime() + timeoutMs + SLOT_LEASE_MARGIN_MS);
-  const claim = await prisma.delivery
-    .updateMany({
-      where: { id: d.id, attemptCount: d.attemptCount, status: d.status, nextAttemptAt: d.nextAttemptAt },
-      data: { nextAttemptAt: leaseUntil },
-    })
-    .catch(async (err) => {
-      await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
-      throw err;
-    });
-  if (claim.count === 0) {
+  const claimed = await claimAttempt(prisma, d, leaseUntil).catch(async (err) => {
+    await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
+    throw err;
+  });
+  if (!claimed) {
     await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
     return { outcome: "early", nextAttemptAt: leaseUntil };
   }
@@ -142,33 +127,19 @@ export async function attemptDelivery(
   // The request went out; now it must be recorded. Postgres being briefly away must not fail the job
   // (its retry would POST again), so keep trying for a while.
   const record = () =>
-    prisma.$transaction(async (tx) => {
-      const claimed = await tx.delivery.updateMany({
-        where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
-        data: {
-          attemptCount: attempt,
-          status,
-          nextAttemptAt,
-          lastStatusCode: result.status,
-          lastError: error,
-          deliveredAt: verdict.ok ? finishedAt : null,
-        },
-      });
-      if (claimed.count === 0) return false;
-      await tx.deliveryAttempt.create({
-        data: {
-          id: newId("deliveryAttempt"),
-          deliveryId: d.id,
-          number: attempt,
-          statusCode: result.status,
-          durationMs: result.durationMs,
-          error,
-          responseBody: result.body.slice(0, 4096),
-          startedAt,
-          finishedAt,
-        },
-      });
-      return true;
+    recordAttempt(prisma, {
+      deliveryId: d.id,
+      previousCount: d.attemptCount,
+      attempt,
+      status,
+      nextAttemptAt,
+      statusCode: result.status,
+      error,
+      deliveredAt: verdict.ok ? finishedAt : null,
+      durationMs: result.durationMs,
+      responseBody: result.body.slice(0, 4096),
+      startedAt,
+      finishedAt,
     });
   const recorded = await retryFor(record, {
     deadlineMs: deps.recordDeadlineMs ?? RECORD_DEADLINE_MS,

@@ -1,5 +1,5 @@
 import { createPrisma } from "@mailroom/db";
-import { createEgressResolver } from "@mailroom/egress";
+import { createConnectionPool, createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { fatal, installShutdown } from "@mailroom/runtime";
@@ -19,11 +19,13 @@ try {
   const queue = redisConnections.queue("delivery", producerRedis);
   // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
   const resolver = createEgressResolver(env.DNS_SERVERS);
+  // Keep-alive connections per endpoint, keyed by the addresses checked at each delivery.
+  const pool = createConnectionPool();
   const dispatcher = startDispatcher({
     prisma,
     queue,
     logger,
-    send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver }),
+    send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver, pool }),
     publicApiUrl: env.PUBLIC_API_URL,
     backoffUnitMs: env.BACKOFF_UNIT_MS,
     connection: workerRedis,
@@ -45,6 +47,7 @@ try {
     logger,
     [
       { name: "worker", close: () => dispatcher.close() },
+      { name: "connections", close: async () => pool.close() },
       { name: "queue", close: () => queue.close() },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
       { name: "prisma", close: () => prisma.$disconnect() },

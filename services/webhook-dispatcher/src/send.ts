@@ -1,8 +1,11 @@
-import { type AddressResolver, guardedRequest } from "@mailroom/egress";
+import { type AddressResolver, type ConnectionPool, guardedRequest } from "@mailroom/egress";
 import type { Send } from "./dispatch.ts";
 
-/** Real HTTP through the SSRF guard: resolve, check every address, connect to the checked one, no redirects. */
-export function createSender(opts: { allowPrivate: boolean; resolver: AddressResolver }): Send {
+/**
+ * Real HTTP through the SSRF guard: resolve, check every address, connect to a checked one, no
+ * redirects. With `pool`, connections are kept alive per endpoint and checked address set.
+ */
+export function createSender(opts: { allowPrivate: boolean; resolver: AddressResolver; pool?: ConnectionPool }): Send {
   return (req) =>
     guardedRequest({
       url: req.url,
@@ -11,5 +14,6 @@ export function createSender(opts: { allowPrivate: boolean; resolver: AddressRes
       timeoutMs: req.timeoutMs,
       resolver: opts.resolver,
       allowPrivate: opts.allowPrivate,
+      ...(opts.pool ? { pool: opts.pool } : {}),
     });
 }

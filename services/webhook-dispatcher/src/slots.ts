@@ -37,3 +37,97 @@ export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit:
     },
   };
 }
+
+/**
+ * In front of the Redis slots: a job that finds its endpoint busy while this process holds some of
+ * that endpoint's slots waits here for one of them to be released (at most `maxWaiters` jobs per
+ * endpoint, each at most `maxWaitMs`), instead of going back to the queue and being loaded again
+ * a second later. Waiters are served in order; a newcomer queues behind them rather than barging.
+ * The Redis semaphore stays the authority across processes: a woken waiter still asks it.
+ */
+export type LocalSlots = EndpointSlots & {
+  /** True when a job for this endpoint would neither get a slot nor a place to wait here. */
+  saturated(endpointId: string): boolean;
+};
+
+type Local = { inFlight: number; waiters: (() => void)[] };
+
+export function createLocalSlots(
+  inner: EndpointSlots,
+  opts: { limit: number; maxWaiters: number; maxWaitMs: number },
+): LocalSlots {
+  const locals = new Map<string, Local>();
+  const local = (id: string): Local => {
+    let l = locals.get(id);
+    if (!l) {
+      l = { inFlight: 0, waiters: [] };
+      locals.set(id, l);
+    }
+    return l;
+  };
+  const forget = (id: string, l: Local) => {
+    if (l.inFlight === 0 && l.waiters.length === 0) locals.delete(id);
+  };
+  /** Resolves true when woken by a release, false when the wait ran out. */
+  const wait = (l: Local, ms: number) =>
+    new Promise<boolean>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const i = l.waiters.indexOf(wake);
+        if (i >= 0) l.waiters.splice(i, 1);
+        resolve(false);
+      }, ms);
+      l.waiters.push(wake);
+    });
+
+  return {
+    saturated(endpointId) {
+      const l = locals.get(endpointId);
+      return !!l && l.inFlight >= opts.limit && l.waiters.length >= opts.maxWaiters;
+    },
+    async acquire(endpointId, holder, leaseMs) {
+      const l = local(endpointId);
+      const deadline = Date.now() + opts.maxWaitMs;
+      // Behind earlier waiters, or at the limit already: wait for a release from this process.
+      let mustWait = l.waiters.length > 0 || l.inFlight >= opts.limit;
+      for (;;) {
+        if (mustWait) {
+          const left = deadline - Date.now();
+          if (l.inFlight === 0 || l.waiters.length >= opts.maxWaiters || left <= 0 || !(await wait(l, left))) {
+            forget(endpointId, l);
+            return false;
+          }
+        }
+        let ok = false;
+        try {
+          ok = await inner.acquire(endpointId, holder, leaseMs);
+        } catch (err) {
+          l.waiters.shift()?.(); // pass the turn on
+          forget(endpointId, l);
+          throw err;
+        }
+        if (ok) {
+          l.inFlight++;
+          return true;
+        }
+        // Busy in Redis: another process holds the rest. Wait only if a release here is coming.
+        mustWait = true;
+      }
+    },
+    async release(endpointId, holder) {
+      try {
+        await inner.release(endpointId, holder);
+      } finally {
+        const l = locals.get(endpointId);
+        if (l) {
+          l.inFlight = Math.max(0, l.inFlight - 1);
+          l.waiters.shift()?.();
+          forget(endpointId, l);
+        }
+      }
+    },
+  };
+}

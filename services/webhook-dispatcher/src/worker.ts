@@ -2,7 +2,7 @@ import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/
 import { createWorker, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { attemptDelivery, attemptOfJobId, type DispatchDeps } from "./dispatch.ts";
-import { createEndpointSlots } from "./slots.ts";
+import { createEndpointSlots, createLocalSlots } from "./slots.ts";
 import { sweepOverdueDeliveries } from "./sweeper.ts";
 
 export type Dispatcher = { worker: Worker; sweep(): Promise<number>; close(): Promise<void> };
@@ -16,6 +16,11 @@ export type DispatcherOptions = DispatchDeps & {
   endpointConcurrency?: number;
   /** How long a job waits before asking again for a slot of a busy endpoint (default 1 s). */
   busyRetryMs?: number;
+  /**
+   * How long a job may wait in its worker slot for a slot of its endpoint that this process is
+   * about to release (default 1 s); at most `endpointConcurrency` jobs wait per endpoint.
+   */
+  endpointWaitMs?: number;
   /** Redis connection for the endpoint slots; default: `connection`. */
   slotsRedis?: Redis;
   /** How often the sweeper looks for due deliveries without a job (default 30 s). */
@@ -36,17 +41,32 @@ class MovedToDelayed extends Error {
 
 /** The `delivery` worker, the per-endpoint concurrency limit and the sweeper that re-queues lost jobs. */
 export function startDispatcher(opts: DispatcherOptions): Dispatcher {
-  const slots =
-    opts.slots ??
-    createEndpointSlots(opts.slotsRedis ?? opts.connection, {
-      prefix: opts.prefix,
-      limit: opts.endpointConcurrency ?? 4,
-    });
+  const limit = opts.endpointConcurrency ?? 4;
+  const slots = createLocalSlots(
+    opts.slots ?? createEndpointSlots(opts.slotsRedis ?? opts.connection, { prefix: opts.prefix, limit }),
+    { limit, maxWaiters: limit, maxWaitMs: opts.endpointWaitMs ?? 1_000 },
+  );
   const deps: DispatchDeps = { ...opts, slots };
   const busyRetryMs = opts.busyRetryMs ?? 1_000;
+  // Deliveries sent back because their endpoint was busy, with that endpoint: when the job comes
+  // back and the endpoint is still saturated here, it goes back again without being loaded.
+  const busyEndpoint = new Map<string, string>();
   const worker = createWorker(
     "delivery",
     async ({ deliveryId }, job) => {
+      // Give the worker slot back instead of waiting in it: that is what keeps one slow endpoint
+      // from occupying every slot. Jitter spreads the waiting jobs out.
+      const later = async (at: number, why: string): Promise<never> => {
+        await job.moveToDelayed(at, job.token);
+        throw new MovedToDelayed(`delivery ${deliveryId}: ${why}`);
+      };
+      const busyAt = () => Date.now() + busyRetryMs * (0.5 + Math.random());
+      const known = busyEndpoint.get(deliveryId);
+      busyEndpoint.delete(deliveryId);
+      if (known && slots.saturated(known)) {
+        busyEndpoint.set(deliveryId, known);
+        return later(busyAt(), "busy");
+      }
       const started = process.hrtime.bigint();
       const r = await attemptDelivery(deps, deliveryId, {
         expectedAttempt: attemptOfJobId(job.id),
@@ -55,13 +75,12 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       if (r.outcome === "delivered" || r.outcome === "retrying" || r.outcome === "dead") {
         opts.metrics?.attempt("webhook", r.outcome, secondsSince(started));
       }
-      if (r.outcome === "busy" || r.outcome === "early") {
-        // Give the worker slot back instead of waiting in it: that is what keeps one slow endpoint
-        // from occupying every slot. Jitter spreads the waiting jobs out.
-        const at = r.outcome === "early" ? r.nextAttemptAt.getTime() : Date.now() + busyRetryMs * (0.5 + Math.random());
-        await job.moveToDelayed(at, job.token);
-        throw new MovedToDelayed(`delivery ${deliveryId}: ${r.outcome}`);
+      if (r.outcome === "busy") {
+        busyEndpoint.set(deliveryId, r.endpointId);
+        if (busyEndpoint.size > 10_000) busyEndpoint.delete(busyEndpoint.keys().next().value as string);
+        return later(busyAt(), "busy");
       }
+      if (r.outcome === "early") return later(r.nextAttemptAt.getTime(), "early");
       if (r.outcome !== "skipped" || !r.reason.startsWith("stale")) {
         // A dead delivery needs someone to look at it (and maybe replay it): warn.
         opts.logger[r.outcome === "dead" ? "warn" : "info"]({ deliveryId, jobId: job.id, ...r }, "delivery attempt");

@@ -2,6 +2,7 @@ import { promises as dns } from "node:dns";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
+import { createConnectionPool } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
@@ -31,6 +32,7 @@ export async function startHarness(): Promise<Harness> {
   const queue = createQueue("delivery", { connection: producer, prefix: env.redisPrefix });
   const resolver = new dns.Resolver({ timeout: 2_000, tries: 1 });
   const running = new Set<Dispatcher>();
+  const pool = createConnectionPool(); // as main.ts: keep-alive per endpoint and checked address
   return {
     env,
     prisma,
@@ -43,7 +45,7 @@ export async function startHarness(): Promise<Harness> {
         prisma,
         queue,
         logger,
-        send: createSender({ allowPrivate, resolver }),
+        send: createSender({ allowPrivate, resolver, pool }),
         publicApiUrl: "http://127.0.0.1:0",
         backoffUnitMs: 20,
         connection: worker,
@@ -63,6 +65,7 @@ export async function startHarness(): Promise<Harness> {
     },
     async close() {
       for (const d of [...running]) await d.close();
+      pool.close();
       await queue.close();
       worker.disconnect();
       producer.disconnect();

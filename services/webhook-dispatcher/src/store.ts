@@ -1,0 +1,195 @@
+import type { AttachmentRow, EmailRow } from "@mailroom/core";
+import { newId, type PrismaClient, poolOf } from "@mailroom/db";
+
+/**
+ * The dispatcher's three statements per attempt — load, claim, record — each one round trip. Prisma's
+ * nested findUnique took five (delivery, endpoint, email, attachments, domain) and the record's
+ * interactive transaction four (BEGIN, UPDATE, INSERT, COMMIT); at a few hundred deliveries a second
+ * those round trips were most of the dispatcher's time. They run on node-postgres directly (the pool
+ * under Prisma, as blobs.ts does): Prisma's per-statement overhead was the dispatcher's largest CPU
+ * cost in the profile.
+ */
+
+export type LoadedDelivery = {
+  id: string;
+  accountId: string;
+  emailId: string;
+  endpointId: string;
+  status: string;
+  attemptCount: number;
+  maxAttempts: number;
+  attemptBase: number;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+  endpoint: {
+    type: string;
+    url: string;
+    headers: unknown;
+    timeoutSeconds: number;
+    active: boolean;
+    secret: string;
+    previousSecret: string | null;
+    previousSecretExpiresAt: Date | null;
+  };
+  email: EmailRow & { recipient: string | null; attachments: AttachmentRow[]; domain: { domain: string } | null };
+};
+
+type Row = Omit<LoadedDelivery, "endpoint" | "email"> & {
+  ep_type: string;
+  ep_url: string;
+  ep_headers: unknown;
+  ep_timeoutSeconds: number;
+  ep_active: boolean;
+  ep_secret: string;
+  ep_previousSecret: string | null;
+  ep_previousSecretExpiresAt: Date | null;
+  domain: string | null;
+  attachments: AttachmentRow[];
+} & { [K in keyof EmailRow as `e_${K & string}`]: EmailRow[K] } & { e_recipient: string | null };
+
+/** The delivery with its endpoint, email, attachments and domain, in one statement. */
+export async function loadDelivery(prisma: PrismaClient, id: string): Promise<LoadedDelivery | null> {
+  const { rows } = await poolOf(prisma).query<Row>(
+    `
+    SELECT d."id", d."accountId", d."emailId", d."endpointId", d."status", d."attemptCount", d."maxAttempts",
+           d."attemptBase", d."nextAttemptAt", d."createdAt",
+           ep."type" AS "ep_type", ep."url" AS "ep_url", ep."headers" AS "ep_headers",
+           ep."timeoutSeconds" AS "ep_timeoutSeconds", ep."active" AS "ep_active", ep."secret" AS "ep_secret",
+           ep."previousSecret" AS "ep_previousSecret", ep."previousSecretExpiresAt" AS "ep_previousSecretExpiresAt",
+           e."id" AS "e_id", e."direction" AS "e_direction", e."threadId" AS "e_threadId",
+           e."messageId" AS "e_messageId", e."inReplyTo" AS "e_inReplyTo", e."fromAddress" AS "e_fromAddress",
+           e."toAddresses" AS "e_toAddresses", e."ccAddresses" AS "e_ccAddresses", e."subject" AS "e_subject",
+           e."textBody" AS "e_textBody", e."htmlBody" AS "e_htmlBody", e."spamVerdict" AS "e_spamVerdict",
+           e."spfVerdict" AS "e_spfVerdict", e."dkimVerdict" AS "e_dkimVerdict", e."dmarcVerdict" AS "e_dmarcVerdict",
+           e."receivedAt" AS "e_receivedAt", e."sanitized" AS "e_sanitized", e."sendStatus" AS "e_sendStatus",
+           e."sendAttempts" AS "e_sendAttempts", e."sendLastReply" AS "e_sendLastReply", e."sentAt" AS "e_sentAt",
+           e."recipient" AS "e_recipient", dom."domain" AS "domain",
+           coalesce((SELECT json_agg(json_build_object('index', a."index", 'filename', a."filename",
+                                     'contentType', a."contentType", 'size', a."size", 'stored', a."stored"))
+                       FROM "attachments" a WHERE a."emailId" = e."id"), '[]'::json) AS "attachments"
+      FROM "deliveries" d
+      JOIN "endpoints" ep ON ep."id" = d."endpointId"
+      JOIN "emails" e ON e."id" = d."emailId"
+      LEFT JOIN "domains" dom ON dom."id" = e."domainId"
+     WHERE d."id" = $1`,
+    [id],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  return {
+    id: r.id,
+    accountId: r.accountId,
+    emailId: r.emailId,
+    endpointId: r.endpointId,
+    status: r.status,
+    attemptCount: r.attemptCount,
+    maxAttempts: r.maxAttempts,
+    attemptBase: r.attemptBase,
+    nextAttemptAt: r.nextAttemptAt,
+    createdAt: r.createdAt,
+    endpoint: {
+      type: r.ep_type,
+      url: r.ep_url,
+      headers: r.ep_headers,
+      timeoutSeconds: r.ep_timeoutSeconds,
+      active: r.ep_active,
+      secret: r.ep_secret,
+      previousSecret: r.ep_previousSecret,
+      previousSecretExpiresAt: r.ep_previousSecretExpiresAt,
+    },
+    email: {
+      id: r.e_id,
+      direction: r.e_direction,
+      threadId: r.e_threadId,
+      messageId: r.e_messageId,
+      inReplyTo: r.e_inReplyTo,
+      fromAddress: r.e_fromAddress,
+      toAddresses: r.e_toAddresses,
+      ccAddresses: r.e_ccAddresses,
+      subject: r.e_subject,
+      textBody: r.e_textBody,
+      htmlBody: r.e_htmlBody,
+      spamVerdict: r.e_spamVerdict,
+      spfVerdict: r.e_spfVerdict,
+      dkimVerdict: r.e_dkimVerdict,
+      dmarcVerdict: r.e_dmarcVerdict,
+      receivedAt: r.e_receivedAt,
+      sanitized: r.e_sanitized ?? [],
+      sendStatus: r.e_sendStatus ?? null,
+      sendAttempts: r.e_sendAttempts ?? 0,
+      sendLastReply: r.e_sendLastReply ?? null,
+      sentAt: r.e_sentAt ?? null,
+      recipient: r.e_recipient,
+      attachments: r.attachments,
+      domain: r.domain === null ? null : { domain: r.domain },
+    },
+  };
+}
+
+/**
+ * Claims attempt `attemptCount + 1`: moves nextAttemptAt to the end of a lease, only if the row is
+ * still exactly as loaded. False: another worker claimed or recorded it first.
+ */
+export async function claimAttempt(
+  prisma: PrismaClient,
+  d: Pick<LoadedDelivery, "id" | "attemptCount" | "status" | "nextAttemptAt">,
+  leaseUntil: Date,
+): Promise<boolean> {
+  const { rowCount } = await poolOf(prisma).query(
+    `UPDATE "deliveries" SET "nextAttemptAt" = $1, "updatedAt" = now()
+      WHERE "id" = $2 AND "attemptCount" = $3 AND "status" = $4 AND "nextAttemptAt" IS NOT DISTINCT FROM $5::timestamptz`,
+    [leaseUntil, d.id, d.attemptCount, d.status, d.nextAttemptAt],
+  );
+  return rowCount === 1;
+}
+
+export type AttemptRecord = {
+  deliveryId: string;
+  /** The attempt count the row must still have (the claim's). */
+  previousCount: number;
+  attempt: number;
+  status: string;
+  nextAttemptAt: Date | null;
+  statusCode: number | null;
+  error: string | null;
+  deliveredAt: Date | null;
+  durationMs: number;
+  responseBody: string;
+  startedAt: Date;
+  finishedAt: Date;
+};
+
+/**
+ * Records a made attempt: the Delivery row moves on and the DeliveryAttempt is inserted, in one
+ * statement (a data-modifying CTE is atomic), only if no other worker recorded this attempt first.
+ */
+export async function recordAttempt(prisma: PrismaClient, a: AttemptRecord): Promise<boolean> {
+  const { rowCount } = await poolOf(prisma).query(
+    `WITH moved AS (
+       UPDATE "deliveries"
+          SET "attemptCount" = $1, "status" = $2, "nextAttemptAt" = $3, "lastStatusCode" = $4, "lastError" = $5,
+              "deliveredAt" = $6, "updatedAt" = now()
+        WHERE "id" = $7 AND "attemptCount" = $8 AND "status" IN ('pending', 'retrying')
+       RETURNING "id"
+     )
+     INSERT INTO "delivery_attempts" ("id", "deliveryId", "number", "statusCode", "durationMs", "error", "responseBody",
+                                      "startedAt", "finishedAt")
+     SELECT $9, "id", $1, $4, $10, $5, $11, $12, $13 FROM moved`,
+    [
+      a.attempt,
+      a.status,
+      a.nextAttemptAt,
+      a.statusCode,
+      a.error,
+      a.deliveredAt,
+      a.deliveryId,
+      a.previousCount,
+      newId("deliveryAttempt"),
+      a.durationMs,
+      a.responseBody,
+      a.startedAt,
+      a.finishedAt,
+    ],
+  );
+  return rowCount === 1;
+}
