@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { monthKey } from "@mailroom/core";
+import { monthlyReceived } from "@mailroom/db";
 import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
@@ -98,11 +100,7 @@ describe("shield rules end to end (SMTP in)", () => {
   });
 
   it("block keeps only the block record: no Email, no spool bytes, no delivery; still counted", async () => {
-    const usage = async () =>
-      (await stack.prisma.usageCounter.findMany({ where: { accountId: acct.accountId } })).reduce(
-        (n, u) => n + u.received,
-        0,
-      );
+    const usage = () => monthlyReceived(stack.prisma, acct.accountId, monthKey(new Date()));
     const before = await usage();
     const spoolId = await send("Bulk <promo@bulk.example>", "A SPECIAL OFFER inside", "<block-1@bulk.example>");
     expect(spoolId).toMatch(/^spl_/);

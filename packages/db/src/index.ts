@@ -4,3 +4,4 @@ export * from "./cursor.ts";
 export * from "./ids.ts";
 export { ensureDatabase, listMigrations, migrate } from "./migrate.ts";
 export { migrationsDir } from "./paths.ts";
+export * from "./usage.ts";

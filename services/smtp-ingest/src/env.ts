@@ -35,6 +35,11 @@ export const ingestEnvSchema = z
     SMTP_DATA_MEMORY_BYTES: z.coerce.number().int().positive().default(67_108_864),
     /** DATA is appended to Postgres in slices of this size as it arrives. */
     SMTP_DATA_CHUNK_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
+    /**
+     * Postgres connections of this process. A message holds one for its RCPT lookup and one for
+     * its accepting statement, each for a round trip, so about one per busy session (issue 13).
+     */
+    DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(20),
     /** Slices of an unfinished message idle this long (left by a crash) are purged. */
     SPOOL_STAGING_TTL_MS: z.coerce.number().int().positive().default(3_600_000),
   })

@@ -12,7 +12,7 @@ const bootLogger = createLogger("smtp-ingest");
 try {
   const env = loadIngestEnv();
   const logger = createLogger("smtp-ingest", env.LOG_LEVEL);
-  const prisma = createPrisma(env.DATABASE_URL);
+  const prisma = createPrisma(env.DATABASE_URL, { max: env.DATABASE_POOL_SIZE });
   // Connections and queues with error listeners, and the eviction-policy check, as in every service.
   const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
   const redis = redisConnections.connect("producer");

@@ -10,6 +10,7 @@ import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } 
 import { observeIngest } from "./metrics.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { spoolMessage } from "./spool.ts";
+import { OverAllotment } from "./usage.ts";
 
 export type IngestOptions = {
   prisma: PrismaClient;
@@ -81,7 +82,7 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
       if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
       const bad = unknownParameter("RCPT", address.args);
       if (bad) return cb(bad);
-      decideRecipient(prisma, address.address).then(
+      decideRecipient(poolOf(prisma), address.address).then(
         (d) => {
           if (!d.ok) return cb(smtpError(d.code, d.enhanced, d.message));
           address.route = d.route;
@@ -106,6 +107,11 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
           accepted.then(
             (spoolId) => cb(null, `2.0.0 Ok: queued as ${spoolId}`),
             (err) => {
+              // The allotment ran out between RCPT and now (another session took the rest): the
+              // whole message is deferred; on retry RCPT refuses this account's recipients alone.
+              if (err instanceof OverAllotment) {
+                return cb(smtpError(452, "4.2.2", "Mailbox over its monthly allotment, try again later"));
+              }
               logger.error({ err: (err as Error).message }, "could not spool message");
               cb(smtpError(451, "4.3.0", "Temporary failure storing the message, try again later"));
             },
@@ -127,7 +133,7 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
     const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
     try {
-      const spoolId = await spoolMessage(prisma, queue, {
+      const spoolId = await spoolMessage(poolOf(prisma), queue, {
         body,
         mailFrom,
         remoteIp: session.remoteAddress ?? null,

@@ -1,7 +1,9 @@
 import { monthKey } from "@mailroom/core";
-import { newId, type PrismaClient, poolOf, withTransaction } from "@mailroom/db";
+import { newId, type Queryable, withTransaction } from "@mailroom/db";
 import { enqueue, type Queue } from "@mailroom/queues";
+import type pg from "pg";
 import type { Route } from "./recipients.ts";
+import { CLAIM_FREE_SHARD, type Claim, type ClaimRequest, claim, claimParams, releaseClaims } from "./usage.ts";
 
 /**
  * The message bytes: `staged` slices already in spool_chunks under `spoolId` (see receive.ts),
@@ -17,76 +19,36 @@ export type SpoolInput = {
   routes: Route[];
 };
 
+type Recipient = Route & { id: string };
+
 /**
  * Makes an accepted message durable: the raw bytes, one row per recipient and the usage count in one
  * Postgres transaction, then one `inbound` job per recipient. Only when all of that has succeeded
  * may SMTP answer 250. If the jobs cannot be queued, the rows are removed again and the caller
  * answers 451, so the sender retries and nothing is left half-written. Slices staged while DATA
  * was streaming are joined into spooled_messages.raw and deleted in that same transaction, so the
- * message exists either whole, as a spool row, or not at all.
+ * message exists either whole, as a spool row, or not at all. Throws OverAllotment (usage.ts) when
+ * an account's allotment ran out since RCPT; nothing is written then either.
  */
-export async function spoolMessage(
-  prisma: PrismaClient,
-  queue: Queue,
-  input: SpoolInput,
-  now = new Date(),
-): Promise<string> {
+export async function spoolMessage(pool: pg.Pool, queue: Queue, input: SpoolInput, now = new Date()): Promise<string> {
   const { body } = input;
-  const spoolId = body.spoolId;
-  const recipients = input.routes.map((r) => ({ id: newId("spoolRecipient"), ...r }));
-  const perAccount = new Map<string, number>();
-  for (const r of recipients) perAccount.set(r.accountId, (perAccount.get(r.accountId) ?? 0) + 1);
-  const month = monthKey(now);
+  const recipients: Recipient[] = input.routes.map((r) => ({ id: newId("spoolRecipient"), ...r }));
+  const requests = usageRequests(recipients, monthKey(now));
 
   // Plain SQL on node-postgres, not Prisma: the raw bytes go out as one binary parameter instead of
-  // being copied and re-encoded several times (see packages/db/src/blobs.ts). Staged slices are
-  // joined inside Postgres, so a big message never exists whole in this process.
+  // being copied and re-encoded several times (see packages/db/src/blobs.ts).
+  let claims: Claim[];
   try {
-    await withTransaction(poolOf(prisma), async (db) => {
-      const head = [spoolId, input.mailFrom, input.remoteIp, input.helo, body.size, body.sha256];
-      if (body.staged === 0) {
-        await db.query(
-          `INSERT INTO spooled_messages (id, "mailFrom", "remoteIp", helo, size, sha256, raw, "receivedAt")
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-          [...head, body.tail, now],
-        );
-      } else {
-        const joined = await db.query<{ n: number }>(
-          `INSERT INTO spooled_messages (id, "mailFrom", "remoteIp", helo, size, sha256, raw, "receivedAt")
-           SELECT $1, $2, $3, $4, $5, $6, COALESCE(string_agg(data, ''::bytea ORDER BY seq), ''::bytea) || $7::bytea, $8
-             FROM spool_chunks WHERE "uploadId" = $1
-           RETURNING octet_length(raw) AS n`,
-          [...head, body.tail, now],
-        );
-        // A slice missing (purged as stale, or lost with an unlogged table in a Postgres crash) must
-        // not become a shorter message: refuse, and the client retries.
-        if (joined.rows[0]?.n !== body.size) {
-          throw new Error(`staged DATA of ${spoolId} is incomplete (${joined.rows[0]?.n ?? 0} of ${body.size} bytes)`);
-        }
-        await db.query(`DELETE FROM spool_chunks WHERE "uploadId" = $1`, [spoolId]);
-      }
-      for (const r of recipients) {
-        await db.query(
-          `INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
-           VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          [r.id, spoolId, r.accountId, r.domainId, r.addressId, r.recipient, now],
-        );
-      }
-      for (const [accountId, n] of perAccount) {
-        await db.query(
-          `INSERT INTO usage_counters ("accountId", month, received) VALUES ($1, $2, $3)
-           ON CONFLICT ("accountId", month) DO UPDATE SET received = usage_counters.received + EXCLUDED.received`,
-          [accountId, month, n],
-        );
-      }
-    });
+    const [single] = requests;
+    const oneStatement = body.staged === 0 && requests.length === 1 && single !== undefined;
+    claims =
+      (oneStatement ? await acceptInOneStatement(pool, input, recipients, single, now) : undefined) ??
+      (await acceptInTransaction(pool, input, recipients, requests, now, !oneStatement));
   } catch (err) {
     // Nothing was committed: the staged slices go too (if Postgres is gone, the purge in
     // staging.ts removes them later).
     if (body.staged) {
-      await poolOf(prisma)
-        .query(`DELETE FROM spool_chunks WHERE "uploadId" = $1`, [spoolId])
-        .catch(() => undefined);
+      await pool.query(`DELETE FROM spool_chunks WHERE "uploadId" = $1`, [body.spoolId]).catch(() => undefined);
     }
     throw err;
   }
@@ -96,20 +58,135 @@ export async function spoolMessage(
       await enqueue(queue, "inbound", { spoolRecipientId: r.id }, { jobId: r.id });
     }
   } catch (err) {
-    await unspool(prisma, spoolId, perAccount, month).catch(() => undefined);
+    await unspool(pool, body.spoolId, claims).catch(() => undefined);
     throw err;
   }
-  return spoolId;
+  return body.spoolId;
 }
 
-async function unspool(prisma: PrismaClient, spoolId: string, perAccount: Map<string, number>, month: string) {
-  await prisma.$transaction(async (tx) => {
-    await tx.spooledMessage.delete({ where: { id: spoolId } });
-    for (const [accountId, n] of perAccount) {
-      await tx.usageCounter.update({
-        where: { accountId_month: { accountId, month } },
-        data: { received: { decrement: n } },
-      });
+/** One claim per account, in account order (so transactions settling several accounts lock alike). */
+function usageRequests(recipients: Recipient[], month: string): ClaimRequest[] {
+  const byAccount = new Map<string, ClaimRequest>();
+  for (const r of recipients) {
+    const req = byAccount.get(r.accountId) ?? { accountId: r.accountId, month, n: 0, allotment: r.allotment };
+    req.n += 1;
+    byAccount.set(r.accountId, req);
+  }
+  return [...byAccount.values()].sort((a, b) => (a.accountId < b.accountId ? -1 : 1));
+}
+
+const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, size, sha256, raw, "receivedAt"`;
+
+/** Recipient rows from arrays (one statement for any number); `$1` is the spool id, `$2` the time. */
+const RECIPIENTS_FROM_ARRAYS = `
+  SELECT v.id, $1, v."accountId", v."domainId", v."addressId", v.recipient, $2
+    FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+      AS v(id, "accountId", "domainId", "addressId", recipient)`;
+
+const recipientArrays = (rs: Recipient[]) => [
+  rs.map((r) => r.id),
+  rs.map((r) => r.accountId),
+  rs.map((r) => r.domainId),
+  rs.map((r) => r.addressId),
+  rs.map((r) => r.recipient),
+];
+
+const messageHead = (input: SpoolInput) => {
+  const { body } = input;
+  return [body.spoolId, input.mailFrom, input.remoteIp, input.helo, body.size, body.sha256];
+};
+
+/**
+ * The common case, a message held in memory for one account, in one round trip: one statement
+ * (so one implicit transaction) counts it on a free usage shard and, only if that worked, inserts
+ * the message and its recipients. Returns undefined, having written nothing, when there is no free
+ * shard with room; the caller then takes the transaction path, which settles exactly.
+ */
+async function acceptInOneStatement(
+  db: Queryable,
+  input: SpoolInput,
+  recipients: Recipient[],
+  request: ClaimRequest,
+  now: Date,
+): Promise<Claim[] | undefined> {
+  // Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$18 the rest.
+  const r = await db.query<{ shard: number }>(
+    `WITH c AS (${CLAIM_FREE_SHARD}),
+     m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
+           SELECT $6, $13, $14, $15, $16, $17, $18, $7 FROM c RETURNING id),
+     r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
+           SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7
+             FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+               AS v(id, "accountId", "domainId", "addressId", recipient))
+     SELECT shard FROM c`,
+    [
+      ...claimParams(request),
+      input.body.spoolId,
+      now,
+      ...recipientArrays(recipients),
+      ...messageHead(input).slice(1),
+      input.body.tail,
+    ],
+  );
+  const shard = r.rows[0]?.shard;
+  return shard === undefined
+    ? undefined
+    : [{ accountId: request.accountId, month: request.month, shard, n: request.n }];
+}
+
+/**
+ * Every other case: counts each account (on a free shard, or settling), then writes, in one
+ * transaction. `tryFreeShards` false: the one-statement path just found no free shard.
+ */
+function acceptInTransaction(
+  pool: pg.Pool,
+  input: SpoolInput,
+  recipients: Recipient[],
+  requests: ClaimRequest[],
+  now: Date,
+  tryFreeShards: boolean,
+): Promise<Claim[]> {
+  const { body } = input;
+  return withTransaction(pool, async (db) => {
+    const claims: Claim[] = [];
+    for (const req of requests) claims.push(await claim(db, req, tryFreeShards));
+    if (body.staged === 0) {
+      await db.query(`INSERT INTO spooled_messages (${MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+        ...messageHead(input),
+        body.tail,
+        now,
+      ]);
+    } else {
+      // Staged slices are joined inside Postgres, so a big message never exists whole in this process.
+      const joined = await db.query<{ n: number }>(
+        `INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
+         SELECT $1, $2, $3, $4, $5, $6, COALESCE(string_agg(data, ''::bytea ORDER BY seq), ''::bytea) || $7::bytea, $8
+           FROM spool_chunks WHERE "uploadId" = $1
+         RETURNING octet_length(raw) AS n`,
+        [...messageHead(input), body.tail, now],
+      );
+      // A slice missing (purged as stale, or lost with an unlogged table in a Postgres crash) must
+      // not become a shorter message: refuse, and the client retries.
+      if (joined.rows[0]?.n !== body.size) {
+        throw new Error(
+          `staged DATA of ${body.spoolId} is incomplete (${joined.rows[0]?.n ?? 0} of ${body.size} bytes)`,
+        );
+      }
+      await db.query(`DELETE FROM spool_chunks WHERE "uploadId" = $1`, [body.spoolId]);
     }
+    await db.query(
+      `INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
+       ${RECIPIENTS_FROM_ARRAYS}`,
+      [body.spoolId, now, ...recipientArrays(recipients)],
+    );
+    return claims;
+  });
+}
+
+/** Undoes an accepted message whose jobs could not be queued: its rows (recipients cascade) and its count. */
+async function unspool(pool: pg.Pool, spoolId: string, claims: Claim[]) {
+  await withTransaction(pool, async (db) => {
+    await db.query(`DELETE FROM spooled_messages WHERE id = $1`, [spoolId]);
+    await releaseClaims(db, claims);
   });
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
+import { monthlyReceived } from "@mailroom/db";
 import { connect, rawSession, send, sendOnce, simpleMessage } from "./clients.ts";
 import { type Ingest, type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 
@@ -117,8 +118,7 @@ describe("smtp-ingest reply codes", () => {
       simpleMessage("a@sender.example", "info@full.example"),
     );
     expect(ok.ok).toBe(true);
-    const usage = await t.prisma.usageCounter.findFirstOrThrow({ where: { accountId: full.accountId } });
-    expect(usage.received).toBe(3_000);
+    expect(await monthlyReceived(t.prisma, full.accountId, monthKey(new Date()))).toBe(3_000);
   });
 
   it("a selfhosted account has no allotment: accepted far past any plan's", async () => {
@@ -133,8 +133,7 @@ describe("smtp-ingest reply codes", () => {
       simpleMessage("a@sender.example", "info@own.example"),
     );
     expect(r.ok).toBe(true);
-    const usage = await t.prisma.usageCounter.findFirstOrThrow({ where: { accountId: own.accountId } });
-    expect(usage.received).toBe(5_000_001);
+    expect(await monthlyReceived(t.prisma, own.accountId, monthKey(new Date()))).toBe(5_000_001);
   });
 
   it("552 5.3.4 for a message over the size limit, and nothing is spooled", async () => {

@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createPrisma, migrate, migrationsDir } from "@mailroom/db";
+import { monthKey } from "@mailroom/core";
+import { createPrisma, migrate, migrationsDir, monthlyReceived } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
 import {
   sparePort,
@@ -51,15 +52,15 @@ describe("smtp-ingest when a dependency is down", () => {
     try {
       expect((await mail()).response).toMatch(/^250 2\.0\.0 /);
       const spooled = await t.prisma.spooledMessage.count();
-      const usage = () => t.prisma.usageCounter.findFirstOrThrow({ where: { accountId: d.accountId } });
-      const counted = (await usage()).received;
+      const usage = () => monthlyReceived(t.prisma, d.accountId, monthKey(new Date()));
+      const counted = await usage();
 
       await redis.stop();
       const r = await mail();
       expect(r.ok).toBe(false);
       expect(r.response).toMatch(/^451 4\.3\.0 /);
       expect(await t.prisma.spooledMessage.count()).toBe(spooled);
-      expect((await usage()).received).toBe(counted);
+      expect(await usage()).toBe(counted);
 
       await redis.start();
       await waitFor(async () => conn.status === "ready", { what: "the producer to reconnect" });

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { DEFAULT_ADMIN_PLAN, limitValue, type PlanName, planLimits } from "@mailroom/core";
-import { newId, type PrismaClient, randomBase62 } from "@mailroom/db";
+import { monthlyReceived, newId, type PrismaClient, randomBase62 } from "@mailroom/db";
 
 /**
  * What each admin command does to the database, independent of how it was invoked (argument
@@ -46,7 +46,6 @@ export async function showAccount(prisma: PrismaClient, id: string): Promise<Row
   });
   if (!a) throw new AdminError(`account ${id} not found`);
   const month = new Date().toISOString().slice(0, 7);
-  const usage = await prisma.usageCounter.findUnique({ where: { accountId_month: { accountId: id, month } } });
   const limits = planLimits(a.plan);
   return {
     id: a.id,
@@ -55,7 +54,7 @@ export async function showAccount(prisma: PrismaClient, id: string): Promise<Row
     ruleCap: limitValue(limits.shieldRules),
     monthlyAllotment: limitValue(limits.monthlyAllotment),
     month,
-    receivedThisMonth: usage?.received ?? 0,
+    receivedThisMonth: await monthlyReceived(prisma, id, month),
     domains: a._count.domains,
     keys: a._count.apiKeys,
     endpoints: a._count.endpoints,

@@ -1,17 +1,17 @@
 import { AppError, limitValue, monthKey, planLimits } from "@mailroom/core";
+import { monthlyReceived } from "@mailroom/db";
 import type { OpsContext } from "./context.ts";
 
 /** The caller's account: plan, its limits and this month's usage. */
 export async function getAccount(ctx: OpsContext, accountId: string, now = new Date()) {
   const month = monthKey(now);
-  const [account, usage, rules] = await Promise.all([
+  const [account, received, rules] = await Promise.all([
     ctx.prisma.account.findUnique({ where: { id: accountId } }),
-    ctx.prisma.usageCounter.findUnique({ where: { accountId_month: { accountId, month } } }),
+    monthlyReceived(ctx.prisma, accountId, month),
     ctx.prisma.shieldRule.count({ where: { accountId } }),
   ]);
   if (!account) throw new AppError("not_found", "Account not found");
   const limits = planLimits(account.plan);
-  const received = usage?.received ?? 0;
   return {
     id: account.id,
     name: account.name,
