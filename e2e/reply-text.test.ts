@@ -90,7 +90,7 @@ describe("strippedText end to end", () => {
       expect(got.body.strippedText).toBe(c.stripped);
       expect(got.body.textBody).toContain("Bob Smith <bob@example.com>");
 
-      const viaMcp = (await mcp.callTool({ name: "get_email", arguments: { id } })) as {
+      const viaMcp = (await mcp.callTool({ name: "get_email", arguments: { id } })) as unknown as {
         structuredContent: { strippedText: string };
       };
       expect(viaMcp.structuredContent.strippedText).toBe(c.stripped);
