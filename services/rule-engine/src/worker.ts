@@ -35,7 +35,9 @@ export function startRuleEngine(
   const worker = createWorker(
     "inbound",
     async ({ spoolRecipientId }) => {
-      deps.metrics?.processed(await processWithBudget(processDeps, spoolRecipientId, deps.maxTries));
+      // Not inside `deps.metrics?.processed(…)`: without metrics the optional call skips its arguments.
+      const result = await processWithBudget(processDeps, spoolRecipientId, deps.maxTries);
+      deps.metrics?.processed(result);
     },
     {
       connection: deps.connection,
