@@ -85,15 +85,21 @@ type LookupRow = {
  * usage, and the candidate addresses, one row each (a single row with null address columns if none).
  */
 async function lookup(db: Queryable, domain: string, candidates: string[], month: string): Promise<LookupRow[]> {
-  const r = await db.query<LookupRow>(
-    `SELECT d.id AS "domainId", d."accountId", d.status, d."catchAllEnabled", acc.plan,
-            ${monthlyReceivedSql('d."accountId"', "$3")} AS used,
-            a.id AS "addressId", a."localPart", a.active
-       FROM domains d
-       JOIN accounts acc ON acc.id = d."accountId"
-       LEFT JOIN addresses a ON a."domainId" = d.id AND a."localPart" = ANY($2::text[])
-      WHERE d.domain = $1`,
-    [domain, candidates, month],
-  );
+  // Named: each pooled connection parses and plans it once, not at every RCPT.
+  const r = await db.query<LookupRow>({
+    name: "ingest-rcpt-lookup",
+    text: LOOKUP,
+    values: [domain, candidates, month],
+  });
   return r.rows;
 }
+
+const LOOKUP = `
+  SELECT d.id AS "domainId", d."accountId", d.status, d."catchAllEnabled", acc.plan,
+         ${monthlyReceivedSql('d."accountId"', "$3")} AS used,
+         a.id AS "addressId", a."localPart", a.active
+    FROM domains d
+    JOIN accounts acc ON acc.id = d."accountId"
+    LEFT JOIN addresses a ON a."domainId" = d.id AND a."localPart" = ANY($2::text[])
+   WHERE d.domain = $1`;
+

@@ -96,6 +96,17 @@ const messageHead = (input: SpoolInput) => {
   return [body.spoolId, input.mailFrom, input.remoteIp, input.helo, body.size, body.sha256];
 };
 
+/** Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$18 the rest. */
+const ACCEPT_IN_ONE_STATEMENT = `
+  WITH c AS (${CLAIM_FREE_SHARD}),
+  m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
+        SELECT $6, $13, $14, $15, $16, $17, $18, $7 FROM c RETURNING id),
+  r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
+        SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7
+          FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+            AS v(id, "accountId", "domainId", "addressId", recipient))
+  SELECT shard FROM c`;
+
 /**
  * The common case, a message held in memory for one account, in one round trip: one statement
  * (so one implicit transaction) counts it on a free usage shard and, only if that worked, inserts
@@ -109,17 +120,11 @@ async function acceptInOneStatement(
   request: ClaimRequest,
   now: Date,
 ): Promise<Claim[] | undefined> {
-  // Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$18 the rest.
-  const r = await db.query<{ shard: number }>(
-    `WITH c AS (${CLAIM_FREE_SHARD}),
-     m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
-           SELECT $6, $13, $14, $15, $16, $17, $18, $7 FROM c RETURNING id),
-     r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
-           SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7
-             FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-               AS v(id, "accountId", "domainId", "addressId", recipient))
-     SELECT shard FROM c`,
-    [
+  // Named: each pooled connection parses and plans it once, not for every message.
+  const r = await db.query<{ shard: number }>({
+    name: "ingest-accept-one",
+    text: ACCEPT_IN_ONE_STATEMENT,
+    values: [
       ...claimParams(request),
       input.body.spoolId,
       now,
@@ -127,7 +132,7 @@ async function acceptInOneStatement(
       ...messageHead(input).slice(1),
       input.body.tail,
     ],
-  );
+  });
   const shard = r.rows[0]?.shard;
   return shard === undefined
     ? undefined
