@@ -21,24 +21,29 @@ export async function readBytea(
   opts: { shared?: boolean } = {},
 ): Promise<Buffer | null> {
   const { table, column } = where;
-  const head = await db.query<{ n: number | null }>(
-    `SELECT octet_length("${column}") AS n FROM "${table}" WHERE id = $1`,
-    [id],
-  );
-  const size = head.rows[0]?.n;
+  // Text format (node-postgres decodes every row of a connection made for text as UTF-8, so binary
+  // results are not an option): bytea arrives as `\x<hex>`, decoded here slice by slice, so the
+  // hex string never exceeds twice a slice. The first slice comes with the size, so a value of up
+  // to one slice (almost every message) is one statement.
+  const hex = { getTypeParser: (oid: number) => (oid === BYTEA_OID ? hexBytes : Number) };
+  const first = await db.query<{ n: number | null; part: Buffer | null }>({
+    text: `SELECT octet_length("${column}") AS n, substring("${column}" FROM 1 FOR $2) AS part FROM "${table}" WHERE id = $1`,
+    values: [id, SLICE],
+    types: hex,
+  } as unknown as pg.QueryConfig);
+  const size = first.rows[0]?.n;
   if (size === undefined || size === null) return null;
   // A SharedArrayBuffer can be handed to a worker thread without a copy.
   const out = opts.shared ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size);
   for (let offset = 0; offset < size; offset += SLICE) {
-    // Text format (node-postgres decodes every row of a connection made for text as UTF-8, so binary
-    // results are not an option): bytea arrives as `\x<hex>`, decoded here slice by slice, so the
-    // hex string never exceeds twice a slice.
-    const slice = {
-      text: `SELECT substring("${column}" FROM $1 FOR $2) AS part FROM "${table}" WHERE id = $3`,
-      values: [offset + 1, SLICE, id],
-      types: { getTypeParser: () => (value: string) => Buffer.from(value.slice(2), "hex") },
-    } as unknown as pg.QueryConfig;
-    const r = await db.query<{ part: Buffer | null }>(slice);
+    const r =
+      offset === 0
+        ? first
+        : await db.query<{ part: Buffer | null }>({
+            text: `SELECT substring("${column}" FROM $1 FOR $2) AS part FROM "${table}" WHERE id = $3`,
+            values: [offset + 1, SLICE, id],
+            types: hex,
+          } as unknown as pg.QueryConfig);
     const part = r.rows[0]?.part;
     if (!part || part.length !== Math.min(SLICE, size - offset)) {
       throw new Error(`${table}.${column} of ${id} changed while it was being read`);
@@ -47,6 +52,9 @@ export async function readBytea(
   }
   return out;
 }
+
+const BYTEA_OID = 17;
+const hexBytes = (value: string): Buffer => Buffer.from(value.slice(2), "hex");
 
 /** Runs `fn` in one transaction on one pooled connection. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -1,5 +1,6 @@
-import type { PrismaClient } from "@mailroom/db";
+import { type PrismaClient, poolOf } from "@mailroom/db";
 import { retryFor } from "@mailroom/queues";
+import { loadRecipient } from "./load.ts";
 import { isDependencyOutage } from "./outage.ts";
 import { type ProcessDeps, type ProcessResult, processRecipient } from "./process.ts";
 import { pgSafeText } from "./sanitize.ts";
@@ -25,13 +26,15 @@ export async function processWithBudget(
   spoolRecipientId: string,
   maxTries = DEFAULT_MAX_TRIES,
 ): Promise<ProcessResult> {
-  // Throws while Postgres is unreachable: nothing is counted then.
-  const tries = await beginTry(deps.prisma, spoolRecipientId);
-  // Not pending (stored, storing, blocked, …): the skip/resume path, no budget involved.
-  if (tries === null) return processRecipient(deps, spoolRecipientId);
+  // Counts the try in the statement that loads the recipient (load.ts). Throws while Postgres is
+  // unreachable: nothing is counted then.
+  const loaded = await loadRecipient(poolOf(deps.prisma), spoolRecipientId, { countTry: true });
+  const tries = loaded?.tries ?? null;
+  // Not pending (stored, storing, blocked, …) or gone: the skip/resume path, no budget involved.
+  if (tries === null) return processRecipient(deps, spoolRecipientId, {}, loaded);
   if (tries > maxTries) return storeAsFailed(deps, spoolRecipientId, "processing budget used up");
   try {
-    return await processRecipient(deps, spoolRecipientId);
+    return await processRecipient(deps, spoolRecipientId, {}, loaded);
   } catch (err) {
     if (isDependencyOutage(err)) {
       await giveBack(deps.prisma, spoolRecipientId).catch(() => undefined);
@@ -43,15 +46,6 @@ export async function processWithBudget(
     if (tries >= maxTries) return storeAsFailed(deps, spoolRecipientId, reason);
     throw err;
   }
-}
-
-/** Counts a try of a pending recipient; null when it is not pending (or gone). */
-async function beginTry(prisma: PrismaClient, id: string): Promise<number | null> {
-  const rows = await prisma.$queryRaw<{ attempts: number }[]>`
-    UPDATE spool_recipients SET attempts = attempts + 1
-     WHERE id = ${id} AND status = 'pending'
-     RETURNING attempts`;
-  return rows[0]?.attempts ?? null;
 }
 
 /**

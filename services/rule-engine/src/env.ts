@@ -5,6 +5,12 @@ export const ruleEngineEnvSchema = z.object({
   ...commonEnv,
   ...healthEnv(HEALTH_PORTS["rule-engine"]),
   RULE_ENGINE_CONCURRENCY: z.coerce.number().int().positive().default(4),
+  /** Message bytes processed at once (raw size); bigger messages wait their turn, one too big runs alone. */
+  RULE_ENGINE_MEMORY_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024 * 1024),
   /** Host name used as the authserv-id in verdicts and for generated Message-IDs. */
   SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),
   /** Comma-separated DNS servers for SPF/DKIM/DMARC lookups (host or host:port); default: the system's. */

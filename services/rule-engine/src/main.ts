@@ -32,6 +32,7 @@ try {
     sweepAfterMs: env.SWEEP_AFTER_MS,
     sweepPageSize: env.SWEEP_PAGE_SIZE,
     maxTries: env.PROCESSING_MAX_TRIES,
+    memoryBytes: env.RULE_ENGINE_MEMORY_BYTES,
     lockDurationMs: env.RULE_ENGINE_LOCK_MS,
     parser,
     ...(env.RSPAMD_URL

@@ -1,10 +1,14 @@
 import { createHash } from "node:crypto";
-import { newId, type Prisma, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
+import type { RuleForEval } from "@mailroom/core";
+import { type PrismaClient, poolOf, readBytea } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { type EventPublisher, enqueue, type Queue } from "@mailroom/queues";
+import type { ByteBudget } from "./budget.ts";
+import { defaultEndpointIds, type LoadedRecipient, loadRecipient } from "./load.ts";
 import { isDependencyOutage } from "./outage.ts";
 import { createParser, generatedMessageId, type ParsedEmail, type Parser } from "./parse.ts";
 import { sanitizeForPostgres } from "./sanitize.ts";
+import { purgeSpoolIfUnused, recordBlock, storeEmail } from "./store.ts";
 import { type AuthVerdicts, authVerdicts, type DnsResolve, type Verdict } from "./verdicts.ts";
 
 /** What shield rules decided for one recipient. `endpointIds: null` = the address's own destination. */
@@ -19,6 +23,8 @@ export type ShieldInput = {
   recipient: string;
   email: ParsedEmail;
   verdicts: AuthVerdicts & { spam: string };
+  /** The account's enabled rules in priority order, read by the load step; absent: the shield reads them. */
+  rules?: readonly RuleForEval[];
 };
 
 export type SpamVerdict = { verdict: Verdict; score: number | null };
@@ -47,6 +53,8 @@ export type ProcessDeps = {
   dedupeWindowMs?: number;
   /** Live events (`email.received`) for API waiters and streams; absent: none are published. */
   events?: EventPublisher;
+  /** Message bytes processed at once (budget.ts); absent: only the concurrency bounds them. */
+  memoryBudget?: ByteBudget;
 };
 
 /**
@@ -62,8 +70,6 @@ export type ProcessResult =
   | { outcome: "duplicate"; emailId: string }
   | { outcome: "skipped"; reason: string };
 
-// A 25 MB message writes its attachments inside the transaction; give it time.
-const TX_OPTIONS = { timeout: 60_000, maxWait: 10_000 };
 const DAY_MS = 24 * 3600 * 1000;
 
 const deliverAll = async (): Promise<ShieldOutcome> => ({
@@ -134,27 +140,24 @@ function plusTag(recipient: string, addressLocalPart: string | null): string | n
 }
 
 /**
- * Processes one accepted recipient (one `inbound` job): parse (off the event loop), verdicts, shield
- * rules, then store the Email, its thread and its Deliveries in one transaction. Idempotent: the
- * recipient row moves out of `pending` in that same transaction, so a retried job or a second worker
- * does nothing twice; and the same message sent twice to the same recipient within 24 h (same
- * Message-ID and body hash) is recorded as a duplicate instead of a second Email.
+ * Processes one accepted recipient (one `inbound` job) in named steps: load (one statement: the
+ * recipient, its spool, what it routes to and the account's shield rules), raw bytes, parse (off
+ * the event loop), verdicts, shield rules, then store the Email, its thread and its Deliveries in
+ * one transaction (store.ts). Idempotent: the recipient row moves out of `pending` in that same
+ * transaction, so a retried job or a second worker does nothing twice; and the same message sent
+ * twice to the same recipient within 24 h (same Message-ID and body hash) is recorded as a
+ * duplicate instead of a second Email. `loaded`: the load step already done by the caller
+ * (attempts.ts counts the try in it).
  */
 export async function processRecipient(
   deps: ProcessDeps,
   spoolRecipientId: string,
   opts: ProcessOptions = {},
+  loaded?: LoadedRecipient | null,
 ): Promise<ProcessResult> {
   const { prisma } = deps;
-  const rcpt = await prisma.spoolRecipient.findUnique({
-    where: { id: spoolRecipientId },
-    // Everything but the raw bytes, which are read below around Prisma (packages/db/src/blobs.ts).
-    include: {
-      spool: {
-        select: { id: true, mailFrom: true, remoteIp: true, helo: true, size: true, sha256: true, receivedAt: true },
-      },
-    },
-  });
+  const pool = poolOf(prisma);
+  const rcpt = loaded === undefined ? await loadRecipient(pool, spoolRecipientId) : loaded;
   if (!rcpt) return { outcome: "skipped", reason: "recipient no longer spooled" };
   if (rcpt.status !== "pending") {
     // Stored earlier, but the delivery jobs may not have reached Redis: queue them again (idempotent).
@@ -165,33 +168,39 @@ export async function processRecipient(
       await enqueuePendingDeliveries(deps, email.id);
     }
     // Blocked or dropped earlier, but the process may have died before the raw bytes were purged.
-    else await purgeSpoolIfUnused(prisma, rcpt.spoolId);
+    else await purgeSpoolIfUnused(pool, rcpt.spoolId);
     return { outcome: "skipped", reason: `already ${rcpt.status}` };
   }
 
   // The account, domain or address may have been deleted since the message was accepted. Without
   // this check the Email insert fails its foreign keys on every retry, for ever.
-  const [account, domain, address] = await Promise.all([
-    prisma.account.findUnique({ where: { id: rcpt.accountId }, select: { id: true } }),
-    prisma.domain.findUnique({ where: { id: rcpt.domainId }, select: { id: true } }),
-    rcpt.addressId
-      ? prisma.address.findUnique({ where: { id: rcpt.addressId }, select: { localPart: true } })
-      : Promise.resolve(null),
-  ]);
-  if (!account) {
+  if (!rcpt.accountExists) {
     const claimed = await prisma.spoolRecipient.updateMany({
       where: { id: rcpt.id, status: "pending" },
       data: { status: "dropped", processedAt: new Date() },
     });
-    await purgeSpoolIfUnused(prisma, rcpt.spoolId);
+    await purgeSpoolIfUnused(pool, rcpt.spoolId);
     return { outcome: "skipped", reason: claimed.count ? "account deleted" : "processed concurrently" };
   }
+  // Big messages take turns (budget.ts); the bytes are held until the email is stored.
+  const release = await deps.memoryBudget?.acquire(rcpt.size);
+  try {
+    return await processPending(deps, rcpt, opts);
+  } finally {
+    release?.();
+  }
+}
+
+/** Everything after the load step, for a recipient still pending whose account exists. */
+async function processPending(deps: ProcessDeps, rcpt: LoadedRecipient, opts: ProcessOptions): Promise<ProcessResult> {
+  const pool = poolOf(deps.prisma);
+  const spoolRecipientId = rcpt.id;
   // Kept (accepted mail is never lost) but, as for an email stored just before the deletion, without
   // the deleted domain/address and without deliveries to what they routed to.
-  const orphaned = !domain || (rcpt.addressId !== null && !address);
+  const orphaned = !rcpt.domainExists || (rcpt.addressId !== null && !rcpt.address);
 
   // In a SharedArrayBuffer, so the parser thread reads these bytes without a copy of its own.
-  const raw = await readBytea(poolOf(prisma), RAW, rcpt.spoolId, { shared: true });
+  const raw = await readBytea(pool, RAW, rcpt.spoolId, { shared: true });
   if (!raw) return { outcome: "skipped", reason: "raw message no longer spooled" };
   const spoolMeta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
   const parsed = opts.failed
@@ -225,6 +234,7 @@ export async function processRecipient(
     recipient: rcpt.recipient,
     email,
     verdicts: { ...auth, spam: spam.verdict },
+    rules: rcpt.rules,
   };
   const decision = await (deps.shield ?? deliverAll)(shieldInput).catch((err: unknown) => {
     // A message past its budget is stored whatever happens: rules that cannot be evaluated for it
@@ -235,144 +245,58 @@ export async function processRecipient(
   });
 
   if (decision.action === "block") {
-    const blocked = await prisma.$transaction(async (tx) => {
-      const claimed = await tx.spoolRecipient.updateMany({
-        where: { id: rcpt.id, status: "pending" },
-        data: { status: "blocked", processedAt: new Date() },
-      });
-      if (claimed.count === 0) return false;
-      await tx.blockRecord.create({
-        data: {
-          id: newId("block"),
-          accountId: rcpt.accountId,
-          ruleId: decision.ruleId,
-          ruleName: decision.ruleName,
-          sender: email.fromAddress || rcpt.spool.mailFrom,
-          recipient: rcpt.recipient,
-          subject: email.subject,
-          receivedAt: rcpt.spool.receivedAt,
-        },
-      });
-      return true;
-    }, TX_OPTIONS);
-    if (blocked) await purgeSpoolIfUnused(prisma, rcpt.spoolId);
+    const blocked = await recordBlock(pool, {
+      spoolRecipientId: rcpt.id,
+      accountId: rcpt.accountId,
+      ruleId: decision.ruleId,
+      ruleName: decision.ruleName,
+      sender: email.fromAddress || rcpt.spool.mailFrom,
+      recipient: rcpt.recipient,
+      subject: email.subject,
+      receivedAt: rcpt.spool.receivedAt,
+    });
+    if (blocked) await purgeSpoolIfUnused(pool, rcpt.spoolId);
     return blocked
       ? { outcome: "blocked", ruleId: decision.ruleId }
       : { outcome: "skipped", reason: "processed concurrently" };
   }
 
-  const endpointIds = orphaned ? [] : await destinations(prisma, rcpt, decision);
-  const windowMs = deps.dedupeWindowMs ?? DAY_MS;
-  const stored = await prisma.$transaction(async (tx) => {
-    // Serialises the duplicate check for one (account, recipient, Message-ID) across workers.
-    const dedupeKey = `${rcpt.accountId}\n${rcpt.recipient}\n${email.messageId}`;
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${dedupeKey}, 0))`;
-    const same = await tx.email.findFirst({
-      where: {
-        accountId: rcpt.accountId,
-        recipient: rcpt.recipient,
-        messageId: email.messageId,
-        contentHash,
-        direction: "inbound",
-        receivedAt: { gte: new Date(rcpt.spool.receivedAt.getTime() - windowMs) },
-      },
-      select: { id: true },
-    });
-    const claimed = await tx.spoolRecipient.updateMany({
-      where: { id: rcpt.id, status: "pending" },
-      // `storing` until the attachment bytes are written after the commit (finishStoring).
-      data: { status: same ? "duplicate" : email.attachments.length ? "storing" : "stored", processedAt: new Date() },
-    });
-    if (claimed.count === 0) return null;
-    if (same) return { duplicate: true as const, emailId: same.id };
-    const threadId = await findOrCreateThread(tx, rcpt.accountId, email, rcpt.spool.receivedAt);
-    const emailId = newId("email");
-    await tx.email.create({
-      data: {
-        id: emailId,
-        accountId: rcpt.accountId,
-        domainId: domain ? rcpt.domainId : null,
-        addressId: address ? rcpt.addressId : null,
-        threadId,
-        direction: "inbound",
-        messageId: email.messageId,
-        inReplyTo: email.inReplyTo,
-        references: email.references,
-        fromAddress: email.fromAddress,
-        fromName: email.fromName,
-        toAddresses: email.toAddresses,
-        ccAddresses: email.ccAddresses,
-        replyTo: email.replyTo,
-        sanitized,
-        subject: email.subject,
-        textBody: email.textBody,
-        strippedText: email.strippedText,
-        htmlBody: email.htmlBody,
-        headers: email.headers,
-        recipient: rcpt.recipient,
-        plusTag: plusTag(rcpt.recipient, address?.localPart ?? null),
-        spamVerdict: spam.verdict,
-        spamScore: spam.score,
-        spfVerdict: auth.spf,
-        dkimVerdict: auth.dkim,
-        dmarcVerdict: auth.dmarc,
-        shieldRuleId: decision.ruleId,
-        shieldAction: decision.ruleAction,
-        contentHash,
-        spoolId: rcpt.spoolId,
-        spoolRecipientId: rcpt.id,
-        receivedAt: rcpt.spool.receivedAt,
-      },
-    });
-    // Rows only: the bytes are written after the commit, around Prisma (see finishStoring).
-    for (const [index, a] of email.attachments.entries()) {
-      const id = newId("attachment");
-      await tx.attachment.create({
-        data: {
-          id,
-          emailId,
-          index,
-          filename: a.filename,
-          contentType: a.contentType,
-          size: a.size,
-          contentId: a.contentId,
-          disposition: a.disposition,
-          checksum: a.checksum,
-          content: null,
-          stored: false,
-        },
-        select: { id: true },
-      });
-    }
-    const deliveryIds: string[] = [];
-    for (const endpoint of endpointIds) {
-      const id = newId("delivery");
-      await tx.delivery.create({
-        data: {
-          id,
-          accountId: rcpt.accountId,
-          emailId,
-          endpointId: endpoint.id,
-          maxAttempts: endpoint.maxAttempts,
-          nextAttemptAt: new Date(),
-        },
-      });
-      deliveryIds.push(id);
-    }
-    return { emailId, deliveryIds, duplicate: undefined };
-  }, TX_OPTIONS);
-  if (!stored) return { outcome: "skipped", reason: "processed concurrently" };
-  if (stored.duplicate) {
+  const stored = await storeEmail(pool, {
+    row: {
+      accountId: rcpt.accountId,
+      domainId: rcpt.domainExists ? rcpt.domainId : null,
+      addressId: rcpt.address ? rcpt.addressId : null,
+      recipient: rcpt.recipient,
+      plusTag: plusTag(rcpt.recipient, rcpt.address?.localPart ?? null),
+      spamVerdict: spam.verdict,
+      spamScore: spam.score,
+      spfVerdict: auth.spf,
+      dkimVerdict: auth.dkim,
+      dmarcVerdict: auth.dmarc,
+      shieldRuleId: decision.ruleId,
+      shieldAction: decision.ruleAction,
+      contentHash,
+      sanitized,
+      spoolId: rcpt.spoolId,
+      spoolRecipientId: rcpt.id,
+      receivedAt: rcpt.spool.receivedAt,
+    },
+    email,
+    endpointIds: orphaned ? [] : (decision.endpointIds ?? defaultEndpointIds(rcpt)),
+    duplicateSince: new Date(rcpt.spool.receivedAt.getTime() - (deps.dedupeWindowMs ?? DAY_MS)),
+  });
+  if (stored.kind === "claimed-elsewhere") return { outcome: "skipped", reason: "processed concurrently" };
+  if (stored.kind === "duplicate") {
     deps.logger.info({ spoolRecipientId, duplicateOf: stored.emailId }, "duplicate message not stored again");
-    await purgeSpoolIfUnused(prisma, rcpt.spoolId);
+    await purgeSpoolIfUnused(pool, rcpt.spoolId);
     return { outcome: "duplicate", emailId: stored.emailId };
   }
   if (email.attachments.length) await finishStoring(deps, rcpt.id, stored.emailId, email.attachments);
   // Committed, bytes included: now waiters (wait_for_email, GET /events) may read it.
   await deps.events?.({ type: "email.received", accountId: rcpt.accountId, emailId: stored.emailId });
-  await enqueuePendingDeliveries(deps, stored.emailId);
+  await enqueueDeliveries(deps, stored.deliveryIds);
   deps.logger.info({ emailId: stored.emailId, deliveries: stored.deliveryIds.length }, "email stored");
-  return { outcome: "stored", emailId: stored.emailId, deliveryIds: stored.deliveryIds ?? [], parsed: parsed.ok };
+  return { outcome: "stored", emailId: stored.emailId, deliveryIds: stored.deliveryIds, parsed: parsed.ok };
 }
 
 async function scanSpam(deps: ProcessDeps, raw: Uint8Array, input: SpamInput): Promise<SpamVerdict> {
@@ -385,68 +309,23 @@ async function scanSpam(deps: ProcessDeps, raw: Uint8Array, input: SpamInput): P
   }
 }
 
-async function destinations(
-  prisma: PrismaClient,
-  rcpt: { accountId: string; domainId: string; addressId: string | null },
-  decision: Extract<ShieldOutcome, { action: "deliver" }>,
-): Promise<{ id: string; maxAttempts: number }[]> {
-  let ids: string[];
-  if (decision.endpointIds) ids = decision.endpointIds;
-  else if (rcpt.addressId) {
-    const a = await prisma.address.findUnique({ where: { id: rcpt.addressId }, select: { endpointId: true } });
-    ids = a?.endpointId ? [a.endpointId] : [];
-  } else {
-    const d = await prisma.domain.findUnique({ where: { id: rcpt.domainId }, select: { catchAllEndpointId: true } });
-    ids = d?.catchAllEndpointId ? [d.catchAllEndpointId] : [];
+/** The first attempt's job of each delivery; the job id makes a repeat a no-op. */
+async function enqueueDeliveries(deps: ProcessDeps, deliveryIds: readonly string[]): Promise<void> {
+  for (const id of deliveryIds) {
+    await enqueue(deps.deliveryQueue, "delivery", { deliveryId: id }, { jobId: `${id}.1` });
   }
-  if (ids.length === 0) return [];
-  return prisma.endpoint.findMany({
-    where: { id: { in: ids }, accountId: rcpt.accountId },
-    select: { id: true, maxAttempts: true },
-  });
 }
 
-/** Joins the thread of any message named in In-Reply-To or References (same account), else starts one. */
-async function findOrCreateThread(
-  tx: Prisma.TransactionClient,
-  accountId: string,
-  email: ParsedEmail,
-  at: Date,
-): Promise<string> {
-  const refs = [...new Set([email.inReplyTo, ...email.references].filter((r): r is string => Boolean(r)))];
-  if (refs.length) {
-    const parent = await tx.email.findFirst({
-      where: { accountId, messageId: { in: refs } },
-      orderBy: { receivedAt: "desc" },
-      select: { threadId: true },
-    });
-    if (parent) {
-      await tx.thread.update({ where: { id: parent.threadId }, data: { lastMessageAt: at } });
-      return parent.threadId;
-    }
-  }
-  const id = newId("thread");
-  await tx.thread.create({ data: { id, accountId, subject: email.subject, lastMessageAt: at, createdAt: at } });
-  return id;
-}
-
+/** Re-run of a stored email's job: queue again whatever has not been attempted yet. */
 async function enqueuePendingDeliveries(deps: ProcessDeps, emailId: string): Promise<void> {
   const pending = await deps.prisma.delivery.findMany({
     where: { emailId, status: "pending", attemptCount: 0 },
     select: { id: true },
   });
-  for (const d of pending) {
-    await enqueue(deps.deliveryQueue, "delivery", { deliveryId: d.id }, { jobId: `${d.id}.1` });
-  }
-}
-
-/** A blocked message keeps no body: drop the raw bytes once no other recipient still needs them. */
-async function purgeSpoolIfUnused(prisma: PrismaClient, spoolId: string): Promise<void> {
-  const [pending, emails] = await Promise.all([
-    prisma.spoolRecipient.count({ where: { spoolId, status: "pending" } }),
-    prisma.email.count({ where: { spoolId } }),
-  ]);
-  if (pending === 0 && emails === 0) await prisma.spooledMessage.deleteMany({ where: { id: spoolId } });
+  await enqueueDeliveries(
+    deps,
+    pending.map((d) => d.id),
+  );
 }
 
 const RAW = { table: "spooled_messages", column: "raw" } as const;

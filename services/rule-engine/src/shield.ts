@@ -45,7 +45,8 @@ export async function loadRules(prisma: PrismaClient, accountId: string): Promis
 /** Builds the ProcessDeps.shield implementation. */
 export function createShield(prisma: PrismaClient): (input: ShieldInput) => Promise<ShieldOutcome> {
   return async (input) => {
-    const rules = await loadRules(prisma, input.accountId);
+    // Read by processRecipient's load step with everything else; callers without it read them here.
+    const rules = input.rules ?? (await loadRules(prisma, input.accountId));
     if (rules.length === 0) return { action: "deliver", ruleId: null, ruleAction: null, endpointIds: null };
     const result = evaluateRules(messageFacts(input), rules, {
       domainId: input.domainId,

@@ -2,6 +2,7 @@ import { dependencyErrors } from "@mailroom/observability";
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { processWithBudget } from "./attempts.ts";
+import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";
 import { createParser } from "./parse.ts";
 import type { ProcessDeps } from "./process.ts";
@@ -26,12 +27,19 @@ export function startRuleEngine(
     maxTries?: number;
     /** Recipients the sweeper reads per query; it pages through all of them (default 500). */
     sweepPageSize?: number;
+    /** Message bytes processed at once (budget.ts); absent: only the concurrency bounds them. */
+    memoryBytes?: number;
     /** Outcomes and parse failures (metrics.ts); absent: not measured. */
     metrics?: RuleEngineMetrics;
   },
 ): RuleEngine {
   const parser = deps.parser ?? createParser({ threads: deps.concurrency });
-  const processDeps: ProcessDeps = { ...deps, parser, shield: deps.shield ?? createShield(deps.prisma) };
+  const processDeps: ProcessDeps = {
+    ...deps,
+    parser,
+    shield: deps.shield ?? createShield(deps.prisma),
+    ...(deps.memoryBytes ? { memoryBudget: createByteBudget(deps.memoryBytes) } : {}),
+  };
   const worker = createWorker(
     "inbound",
     async ({ spoolRecipientId }) => {

@@ -1,0 +1,170 @@
+// bench:rule-engine — what one email costs the rule engine, measured where it is spent (issue 13):
+// N DKIM-signed 10 KB messages are spooled over SMTP with the engine stopped, then the engine
+// (startRuleEngine, wired as main.ts wires it, concurrency as configured) drains the backlog against
+// a loopback DNS server with the senders' SPF/DKIM/DMARC records (cache warm after the first few).
+// Prints the drain rate, CPU ms per email (this process and its parser threads) and SQL statements
+// per email (every query through node-postgres, Prisma's included), and with --profile writes a
+// CPU profile of the drain only and prints where its self time goes by package.
+// Run: npm run -s bench:rule-engine [-- --messages 600 --concurrency 4 --profile]
+import { generateKeyPairSync } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { performance } from "node:perf_hooks";
+import { poolOf } from "@mailroom/db";
+import { createLogger } from "@mailroom/log";
+import { startDnsServer } from "@mailroom/testing";
+import { dkimSign } from "mailauth";
+import pg from "pg";
+import globalSetup from "../packages/testing/src/global-setup.ts";
+import globalTeardown from "../packages/testing/src/global-teardown.ts";
+import { createDnsResolve } from "../services/rule-engine/src/resolver.ts";
+import { startRuleEngine } from "../services/rule-engine/src/worker.ts";
+import { startPipeline } from "../services/rule-engine/test/pipeline.ts";
+import { seedAddress, seedDomain, seedEndpoint } from "../services/smtp-ingest/test/harness.ts";
+import { fmt, footer, header, load, table } from "./lib/report.ts";
+import { closedLoop } from "./lib/smtp-load.ts";
+import { flags } from "./lib/stats.ts";
+
+const f = flags();
+const messages = f.num("messages", 600);
+const concurrency = f.num("concurrency", 4);
+const profile = f.has("profile");
+const SENDERS = 10;
+const DOMAIN = "bench-re.example";
+
+header("bench:rule-engine — drain of a spooled backlog", `${messages} messages, concurrency ${concurrency}`);
+await globalSetup();
+const p = await startPipeline({ engine: false });
+const records: Record<string, { TXT: string[] }> = {};
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+for (let i = 0; i < SENDERS; i++) {
+  records[`s${i}.sender.test`] = { TXT: ["v=spf1 ip4:127.0.0.1 -all"] };
+  records[`bench._domainkey.s${i}.sender.test`] = {
+    TXT: [`v=DKIM1; k=rsa; p=${publicKey.export({ type: "spki", format: "der" }).toString("base64")}`],
+  };
+  records[`_dmarc.s${i}.sender.test`] = { TXT: ["v=DMARC1; p=reject"] };
+}
+const dns = await startDnsServer(records);
+dns.setTtl(300);
+try {
+  const d = await seedDomain(p.prisma, DOMAIN, { plan: "scale" });
+  const endpointId = await seedEndpoint(p.prisma, d.accountId, "http://127.0.0.1:9/hook");
+  await seedAddress(p.prisma, d, "in", { endpointId });
+  const body = `${"Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(12)}\r\n`.repeat(14);
+  const signed = await Promise.all(
+    Array.from({ length: messages }, async (_, i) => {
+      const sd = `s${i % SENDERS}.sender.test`;
+      const raw =
+        `From: Sender <news@${sd}>\r\nTo: <in@${DOMAIN}>\r\nSubject: re ${i}\r\nMessage-ID: <re.${i}@${sd}>\r\n` +
+        `Date: ${new Date().toUTCString()}\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}`;
+      const s = await dkimSign(raw, {
+        canonicalization: "relaxed/relaxed",
+        signatureData: [{ signingDomain: sd, selector: "bench", privateKey: pem, algorithm: "rsa-sha256" }],
+      } as unknown as Parameters<typeof dkimSign>[1]);
+      return Buffer.from(s.signatures + raw);
+    }),
+  );
+  const sent = await closedLoop({
+    port: p.ingest.port,
+    connections: 8,
+    count: messages,
+    env: (i) => ({ from: `bounce@s${i % SENDERS}.sender.test`, to: `in@${DOMAIN}` }),
+    message: (i) => signed[i] as Buffer,
+  });
+  console.log(`spooled ${sent.sent} messages (${sent.failed} refused) — ${load()}`);
+
+  // Every statement any pool of this process sends (Prisma's adapter included) goes through here.
+  let statements = 0;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    statements++;
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof pg.Client.prototype.query;
+
+  const session = new Session();
+  if (profile) {
+    session.connect();
+    await session.post("Profiler.enable");
+    await session.post("Profiler.setSamplingInterval", { interval: 500 });
+    await session.post("Profiler.start");
+  }
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const engine = startRuleEngine({
+    prisma: p.prisma,
+    logger: createLogger("bench", "warn"),
+    deliveryQueue: p.deliveryQueue,
+    inboundQueue: p.queue,
+    connection: p.workerRedis,
+    prefix: p.env.redisPrefix,
+    concurrency,
+    sweepIntervalMs: 3_600_000,
+    resolver: createDnsResolve([dns.server]),
+    mtaHostname: "mx.bench.test",
+  });
+  let polls = 0;
+  for (;;) {
+    polls++;
+    const { rows } = await poolOf(p.prisma).query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM spool_recipients WHERE status = 'pending'`,
+    );
+    if (rows[0]?.n === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const stmts = statements - polls; // not the engine's
+  await engine.close();
+  if (profile) {
+    const { profile: prof } = await session.post("Profiler.stop");
+    const file = `rule-engine-${Date.now()}.cpuprofile`;
+    writeFileSync(file, JSON.stringify(prof));
+    console.log(`CPU profile of the drain: ${file}`);
+    printProfile(prof);
+  }
+  const stored = await p.prisma.email.count();
+  table(
+    ["emails stored", "drain (emails/s)", "CPU ms / email", "SQL statements / email", "wall s"],
+    [
+      [
+        stored,
+        fmt(stored / seconds),
+        fmt((cpu.user + cpu.system) / 1000 / stored, 2),
+        fmt(stmts / stored, 1),
+        fmt(seconds),
+      ],
+    ],
+  );
+} finally {
+  await dns.close();
+  await p.stop();
+  await globalTeardown();
+  footer();
+}
+
+type Node = { id: number; callFrame: { url: string; functionName: string }; hitCount?: number };
+
+/** Self time by package (node_modules/<name>, node: internals, the repository's own code). */
+function printProfile(prof: { nodes: Node[]; samples?: number[] }): void {
+  const total = prof.nodes.reduce((s, n) => s + (n.hitCount ?? 0), 0);
+  const by = new Map<string, number>();
+  for (const n of prof.nodes) {
+    const url = n.callFrame.url;
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+    const key = m
+      ? m[1]!
+      : url.startsWith("node:")
+        ? "node internals"
+        : url
+          ? `mailroom ${url.replace(/^.*\/(services|packages)\//, "$1/")}`
+          : `(${n.callFrame.functionName || "native"})`;
+    by.set(key, (by.get(key) ?? 0) + (n.hitCount ?? 0));
+  }
+  const rows = [...by]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 15)
+    .map(([k, v]) => [k, `${fmt((100 * v) / total)} %`]);
+  console.log("\nMain thread self time during the drain (parser threads not included):");
+  table(["where", "share"], rows);
+}

@@ -1,0 +1,248 @@
+/**
+ * The `store` and `block` steps of processRecipient, in as few statements as their guarantees allow
+ * (issue 13). The email's transaction is BEGIN, the duplicate lock, ONE statement that does the
+ * duplicate check, the claim of the recipient, the thread, the Email row, its attachment rows and
+ * its Deliveries, then COMMIT: what used to be 8–12 statements through Prisma, one after another.
+ * Plain node-postgres on the Prisma client's pool: Prisma's per-query work was most of the CPU these
+ * statements cost, and it copies large text values (a 25 MB body) many times over.
+ */
+import { newId, type Queryable, withTransaction } from "@mailroom/db";
+import type pg from "pg";
+import type { ParsedEmail } from "./parse.ts";
+
+export type EmailRow = {
+  accountId: string;
+  /** Null when the domain / address was deleted after the message was accepted. */
+  domainId: string | null;
+  addressId: string | null;
+  recipient: string;
+  plusTag: string | null;
+  spamVerdict: string;
+  spamScore: number | null;
+  spfVerdict: string;
+  dkimVerdict: string;
+  dmarcVerdict: string;
+  shieldRuleId: string | null;
+  shieldAction: string | null;
+  contentHash: string;
+  sanitized: string[];
+  spoolId: string;
+  spoolRecipientId: string;
+  receivedAt: Date;
+};
+
+export type StoreInput = {
+  row: EmailRow;
+  email: ParsedEmail;
+  /** Candidate endpoints; only those of the account get a Delivery (as before: a rule may name a deleted one). */
+  endpointIds: string[];
+  /** Same account + recipient + Message-ID + content hash received since this instant: a duplicate. */
+  duplicateSince: Date;
+};
+
+export type StoreResult =
+  | { kind: "stored"; emailId: string; deliveryIds: string[] }
+  | { kind: "duplicate"; emailId: string }
+  /** The recipient was not pending any more: another worker processed it. */
+  | { kind: "claimed-elsewhere" };
+
+// The email's columns, in the INSERT's order, with the value each takes from the input and its SQL
+// type. One list, so adding a column is one line here.
+const EMAIL_COLUMNS: [column: string, type: string, value: (i: StoreInput) => unknown][] = [
+  ["accountId", "text", (i) => i.row.accountId],
+  ["domainId", "text", (i) => i.row.domainId],
+  ["addressId", "text", (i) => i.row.addressId],
+  ["direction", "text", () => "inbound"],
+  ["messageId", "text", (i) => i.email.messageId],
+  ["inReplyTo", "text", (i) => i.email.inReplyTo],
+  ["references", "text[]", (i) => i.email.references],
+  ["fromAddress", "text", (i) => i.email.fromAddress],
+  ["fromName", "text", (i) => i.email.fromName],
+  ["toAddresses", "text[]", (i) => i.email.toAddresses],
+  ["ccAddresses", "text[]", (i) => i.email.ccAddresses],
+  ["replyTo", "text[]", (i) => i.email.replyTo],
+  ["sanitized", "text[]", (i) => i.row.sanitized],
+  ["subject", "text", (i) => i.email.subject],
+  ["textBody", "text", (i) => i.email.textBody],
+  ["strippedText", "text", (i) => i.email.strippedText],
+  ["htmlBody", "text", (i) => i.email.htmlBody],
+  ["headers", "jsonb", (i) => JSON.stringify(i.email.headers)],
+  ["recipient", "text", (i) => i.row.recipient],
+  ["plusTag", "text", (i) => i.row.plusTag],
+  ["spamVerdict", "text", (i) => i.row.spamVerdict],
+  ["spamScore", "float8", (i) => i.row.spamScore],
+  ["spfVerdict", "text", (i) => i.row.spfVerdict],
+  ["dkimVerdict", "text", (i) => i.row.dkimVerdict],
+  ["dmarcVerdict", "text", (i) => i.row.dmarcVerdict],
+  ["shieldRuleId", "text", (i) => i.row.shieldRuleId],
+  ["shieldAction", "text", (i) => i.row.shieldAction],
+  ["contentHash", "text", (i) => i.row.contentHash],
+  ["spoolId", "text", (i) => i.row.spoolId],
+  ["spoolRecipientId", "text", (i) => i.row.spoolRecipientId],
+  ["receivedAt", "timestamptz", (i) => i.row.receivedAt],
+];
+
+// Fixed parameters $1–$14 (see storeEmail), then one per email column.
+const FIXED = 14;
+const emailCols = EMAIL_COLUMNS.map(([c]) => `"${c}"`).join(", ");
+const emailVals = EMAIL_COLUMNS.map(([, t], k) => `$${FIXED + 1 + k}::${t}`).join(", ");
+
+/**
+ * Data-modifying CTEs all run on the statement's one snapshot; each later step is gated on the
+ * claim (`ok`), so a recipient another worker already moved out of `pending` writes nothing, and a
+ * duplicate only changes the recipient's status. Foreign keys are checked at the end of the
+ * statement, when the thread and the email exist.
+ */
+const STORE_SQL = `
+WITH same AS (
+  SELECT id FROM emails
+   WHERE "accountId" = $2 AND recipient = $3 AND "messageId" = $4 AND "contentHash" = $5
+     AND direction = 'inbound' AND "receivedAt" >= $6
+   LIMIT 1
+), claim AS (
+  UPDATE spool_recipients
+     SET status = CASE WHEN EXISTS (SELECT 1 FROM same) THEN 'duplicate' WHEN $7::boolean THEN 'storing' ELSE 'stored' END,
+         "processedAt" = now()
+   WHERE id = $1 AND status = 'pending'
+  RETURNING status
+), ok AS (
+  SELECT 1 FROM claim WHERE status <> 'duplicate'
+), parent AS (
+  SELECT "threadId" FROM emails
+   WHERE "accountId" = $2 AND "messageId" = ANY($8::text[]) AND cardinality($8::text[]) > 0
+   ORDER BY "receivedAt" DESC LIMIT 1
+), bumped AS (
+  UPDATE threads SET "lastMessageAt" = $9
+   WHERE id = (SELECT "threadId" FROM parent) AND EXISTS (SELECT 1 FROM ok)
+  RETURNING id
+), created AS (
+  INSERT INTO threads (id, "accountId", subject, "lastMessageAt", "createdAt")
+  SELECT $10, $2, $11, $9, $9
+   WHERE NOT EXISTS (SELECT 1 FROM parent) AND EXISTS (SELECT 1 FROM ok)
+  RETURNING id
+), email AS (
+  INSERT INTO emails (id, "threadId", ${emailCols})
+  SELECT $12, COALESCE((SELECT "threadId" FROM parent), (SELECT id FROM created)), ${emailVals}
+   WHERE EXISTS (SELECT 1 FROM ok)
+  RETURNING id
+), atts AS (
+  INSERT INTO attachments (id, "emailId", index, filename, "contentType", size, "contentId", disposition, checksum, content, stored)
+  SELECT a.id, (SELECT id FROM email), a.index, a.filename, a."contentType", a.size, a."contentId", a.disposition, a.checksum, NULL, false
+    FROM jsonb_to_recordset($13::jsonb)
+         AS a(id text, index int, filename text, "contentType" text, size int, "contentId" text, disposition text, checksum text)
+   WHERE EXISTS (SELECT 1 FROM email)
+), dels AS (
+  INSERT INTO deliveries (id, "accountId", "emailId", "endpointId", "maxAttempts", "nextAttemptAt")
+  SELECT c.id, $2, (SELECT id FROM email), e.id, e."maxAttempts", now()
+    FROM jsonb_to_recordset($14::jsonb) AS c(id text, "endpointId" text)
+    JOIN endpoints e ON e.id = c."endpointId" AND e."accountId" = $2
+   WHERE EXISTS (SELECT 1 FROM email)
+  RETURNING id
+)
+SELECT (SELECT status FROM claim) AS claimed,
+       (SELECT id FROM same) AS "sameId",
+       (SELECT id FROM email) AS "emailId",
+       COALESCE((SELECT array_agg(id) FROM dels), '{}') AS "deliveryIds"`;
+
+/**
+ * Stores the Email with its thread, attachment rows (bytes later: process.ts finishStoring) and
+ * Deliveries, or records the duplicate, in one transaction of four statements. The advisory lock
+ * serialises the duplicate check for one (account, recipient, Message-ID) across workers: it must
+ * be its own statement, so that the check after it sees what the lock's previous holder committed.
+ */
+export async function storeEmail(pool: pg.Pool, input: StoreInput): Promise<StoreResult> {
+  const { row, email } = input;
+  const refs = [...new Set([email.inReplyTo, ...email.references].filter((r): r is string => Boolean(r)))];
+  const emailId = newId("email");
+  const attachments = email.attachments.map((a, index) => ({
+    id: newId("attachment"),
+    index,
+    filename: a.filename,
+    contentType: a.contentType,
+    size: a.size,
+    contentId: a.contentId,
+    disposition: a.disposition,
+    checksum: a.checksum,
+  }));
+  const deliveries = [...new Set(input.endpointIds)].map((endpointId) => ({ id: newId("delivery"), endpointId }));
+  const params: unknown[] = [
+    row.spoolRecipientId, // $1
+    row.accountId, // $2
+    row.recipient, // $3
+    email.messageId, // $4
+    row.contentHash, // $5
+    input.duplicateSince, // $6
+    attachments.length > 0, // $7
+    refs, // $8
+    row.receivedAt, // $9
+    newId("thread"), // $10
+    email.subject, // $11
+    emailId, // $12
+    JSON.stringify(attachments), // $13
+    JSON.stringify(deliveries), // $14
+    ...EMAIL_COLUMNS.map(([, , value]) => value(input)),
+  ];
+  const dedupeKey = `${row.accountId}\n${row.recipient}\n${email.messageId}`;
+  const r = await withTransaction(pool, async (c) => {
+    await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [dedupeKey]);
+    const { rows } = await c.query<{
+      claimed: string | null;
+      sameId: string | null;
+      emailId: string | null;
+      deliveryIds: string[];
+    }>(STORE_SQL, params);
+    return rows[0];
+  });
+  if (!r?.claimed) return { kind: "claimed-elsewhere" };
+  if (r.sameId && r.claimed === "duplicate") return { kind: "duplicate", emailId: r.sameId };
+  return { kind: "stored", emailId: r.emailId as string, deliveryIds: r.deliveryIds };
+}
+
+/** The `block` step: the recipient claimed as blocked and its block record, in one statement. */
+export async function recordBlock(
+  db: Queryable,
+  b: {
+    spoolRecipientId: string;
+    accountId: string;
+    ruleId: string;
+    ruleName: string;
+    sender: string;
+    recipient: string;
+    subject: string;
+    receivedAt: Date;
+  },
+): Promise<boolean> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH claim AS (
+       UPDATE spool_recipients SET status = 'blocked', "processedAt" = now()
+        WHERE id = $1 AND status = 'pending'
+        RETURNING id
+     )
+     INSERT INTO block_records (id, "accountId", "ruleId", "ruleName", sender, recipient, subject, "receivedAt")
+     SELECT $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM claim)
+     RETURNING id`,
+    [
+      b.spoolRecipientId,
+      newId("block"),
+      b.accountId,
+      b.ruleId,
+      b.ruleName,
+      b.sender,
+      b.recipient,
+      b.subject,
+      b.receivedAt,
+    ],
+  );
+  return rows.length > 0;
+}
+
+/** A blocked or duplicate message keeps no body: drop the raw bytes once nothing still needs them. */
+export async function purgeSpoolIfUnused(db: Queryable, spoolId: string): Promise<void> {
+  await db.query(
+    `DELETE FROM spooled_messages s
+      WHERE s.id = $1
+        AND NOT EXISTS (SELECT 1 FROM spool_recipients r WHERE r."spoolId" = s.id AND r.status = 'pending')
+        AND NOT EXISTS (SELECT 1 FROM emails e WHERE e."spoolId" = s.id)`,
+    [spoolId],
+  );
+}

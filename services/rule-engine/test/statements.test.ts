@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { createLogger } from "@mailroom/log";
+import pg from "pg";
+import { simpleMessage } from "../../smtp-ingest/test/clients.ts";
+import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
+import { processWithBudget } from "../src/attempts.ts";
+import { createParser, type Parser } from "../src/parse.ts";
+import type { ProcessDeps } from "../src/process.ts";
+import { createShield } from "../src/shield.ts";
+import { type Pipeline, startPipeline } from "./pipeline.ts";
+
+const noDns = async () => {
+  throw Object.assign(new Error("no DNS in this test"), { code: "ENOTFOUND" });
+};
+
+/**
+ * Issue 13: one email used to cost ~20 SQL statements one after another. The load step is one
+ * statement (try counted, recipient, spool, routing, rules), the raw bytes one, and the store a
+ * transaction of four (BEGIN, the duplicate lock, one statement, COMMIT). Counted at the driver:
+ * every statement node-postgres sends, Prisma's included.
+ */
+describe("statements per email", () => {
+  let p: Pipeline;
+  let d: Seeded;
+  let endpointId: string;
+  let deps: ProcessDeps;
+  let parser: Parser;
+  let sent: string[] = [];
+  const query = pg.Client.prototype.query;
+
+  beforeAll(async () => {
+    p = await startPipeline({ engine: false });
+    d = await seedDomain(p.prisma, "counted.example");
+    endpointId = await seedEndpoint(p.prisma, d.accountId, "http://127.0.0.1:9/hook");
+    await seedAddress(p.prisma, d, "in", { endpointId });
+    parser = createParser();
+    deps = {
+      prisma: p.prisma,
+      deliveryQueue: p.deliveryQueue,
+      logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
+      resolver: noDns,
+      mtaHostname: "mx.mailroom.test",
+      parser,
+      shield: createShield(p.prisma),
+    };
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0] as string | { text: string };
+      sent.push(typeof q === "string" ? q : q.text);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof pg.Client.prototype.query;
+  });
+  afterAll(async () => {
+    pg.Client.prototype.query = query;
+    await parser?.close();
+    await p?.stop();
+  });
+
+  const accept = async (subject: string) => {
+    const r = await p.sendRaw(
+      "a@sender.example",
+      ["in@counted.example"],
+      simpleMessage("a@sender.example", "in@counted.example", subject),
+    );
+    expect(r.response).toMatch(/^250 /);
+    const rcpt = await p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: r.spoolId! } });
+    await (await p.queue.getJob(rcpt.id))?.remove();
+    return rcpt.id;
+  };
+
+  it("a stored email with a delivery takes six statements, and its rows are all there", async () => {
+    const rcptId = await accept("counted");
+    sent = [];
+    const result = await processWithBudget(deps, rcptId);
+    const statements = sent.length;
+    expect(result).toMatchObject({ outcome: "stored" });
+    expect(statements).toBe(6);
+    const email = await p.prisma.email.findFirstOrThrow({
+      where: { spoolRecipientId: rcptId },
+      include: { deliveries: true, thread: true, spoolRecipient: true },
+    });
+    expect(email).toMatchObject({ subject: "counted", recipient: "in@counted.example", direction: "inbound" });
+    expect(email.deliveries.map((x) => [x.endpointId, x.status, x.maxAttempts > 0])).toEqual([
+      [endpointId, "pending", true],
+    ]);
+    expect(email.thread.subject).toBe("counted");
+    expect(email.spoolRecipient).toMatchObject({ status: "stored", attempts: 1 });
+    expect((await p.deliveryQueue.getJob(`${email.deliveries[0]!.id}.1`))?.data).toEqual({
+      deliveryId: email.deliveries[0]!.id,
+    });
+  });
+
+  it("a block rule: the load, the raw bytes, one statement for the block record and one for the purge", async () => {
+    await p.prisma.shieldRule.create({
+      data: {
+        id: "rule_counted_block",
+        accountId: d.accountId,
+        name: "no spam subjects",
+        action: "block",
+        priority: 1,
+        conditions: [{ field: "subject", operator: "contains", value: "buy now" }],
+        endpointIds: [],
+      },
+    });
+    try {
+      const rcptId = await accept("buy now");
+      const { spoolId } = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
+      sent = [];
+      expect(await processWithBudget(deps, rcptId)).toEqual({ outcome: "blocked", ruleId: "rule_counted_block" });
+      expect(sent.length).toBe(4);
+      expect(await p.prisma.blockRecord.count({ where: { ruleId: "rule_counted_block", subject: "buy now" } })).toBe(1);
+      // The raw bytes are purged, and the recipient row with them (cascade).
+      expect(await p.prisma.spooledMessage.count({ where: { id: spoolId } })).toBe(0);
+      expect(await p.prisma.spoolRecipient.count({ where: { id: rcptId } })).toBe(0);
+    } finally {
+      await p.prisma.shieldRule.delete({ where: { id: "rule_counted_block" } });
+    }
+  });
+});
