@@ -32,6 +32,8 @@ export const commonEnv = {
   /** Public base URL of the API, used in links inside webhook payloads (attachment downloads). */
   PUBLIC_API_URL: z.string().url().default("http://localhost:3000"),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** How long a starting service waits for Postgres and Redis before it exits non-zero. */
+  STARTUP_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
 };
 
 export { assertDnsServers, dnsServersEnv, parseDnsServers } from "./dns-servers.ts";

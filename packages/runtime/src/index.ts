@@ -1,4 +1,16 @@
 import type { Logger } from "@mailroom/log";
+import { StartupError } from "./startup.ts";
+
+export {
+  awaitDependencies,
+  type Dependency,
+  hostOf,
+  listen,
+  postgresDependency,
+  type RedisLike,
+  redisDependency,
+  StartupError,
+} from "./startup.ts";
 
 export type ShutdownStep = { name: string; close: () => Promise<unknown> | unknown };
 
@@ -35,8 +47,12 @@ export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs
   return () => shutdown();
 }
 
-/** Logs a fatal start-up error as one clear line and exits non-zero. */
+/**
+ * Logs a fatal start-up error as one clear line and exits non-zero. A StartupError or an invalid
+ * setting (EnvError) already says what and why: no stack trace; anything else keeps its stack.
+ */
 export function fatal(logger: Logger, err: unknown): never {
-  logger.fatal({ err }, err instanceof Error ? err.message : String(err));
+  if (err instanceof Error && (err instanceof StartupError || err.name === "EnvError")) logger.fatal(err.message);
+  else logger.fatal({ err }, err instanceof Error ? err.message : String(err));
   process.exit(1);
 }

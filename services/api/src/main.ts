@@ -1,15 +1,22 @@
-import { createCursorCodec, createPrisma } from "@mailroom/db";
+import { createServer } from "node:http";
+import { createCursorCodec, createPrisma, poolOf } from "@mailroom/db";
 import { createDomainDns } from "@mailroom/domain-verification";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createRedisConnections } from "@mailroom/queues";
-import { fatal, installShutdown } from "@mailroom/runtime";
+import {
+  awaitDependencies,
+  fatal,
+  installShutdown,
+  listen,
+  postgresDependency,
+  redisDependency,
+} from "@mailroom/runtime";
 import { createApp } from "./app.ts";
 import { loadApiEnv } from "./env.ts";
 import { createEventHub } from "./events/hub.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
 import { outboundEnqueuer } from "./lib/outbound-queue.ts";
-import { waitForRedisLogged } from "./lib/redis-ready.ts";
 import { deliveryEnqueuer } from "./ops/deliveries.ts";
 
 const bootLogger = createLogger("api");
@@ -20,6 +27,16 @@ try {
   // Connections and queues with error listeners, and the eviction-policy check, as in every service.
   const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
   const redis = redisConnections.connect("producer");
+  // Listen only once Postgres and Redis answer (the rate limiter could not count a request before);
+  // past STARTUP_TIMEOUT_MS, or with the port taken, exit with one line instead of limping on.
+  await awaitDependencies(
+    [
+      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
+      redisDependency(env.REDIS_URL, redis),
+    ],
+    env.STARTUP_TIMEOUT_MS,
+    (name, error) => logger.warn({ error }, `waiting for ${name} before listening`),
+  );
   const outboundQueue = redisConnections.queue("outbound", redis);
   const deliveryQueue = redisConnections.queue("delivery", redis);
   const events = createEventHub(redis, env.REDIS_PREFIX, logger);
@@ -53,11 +70,9 @@ try {
       allowPrivateDestinations: env.ALLOW_PRIVATE_DESTINATIONS,
     },
   });
-  // Listen only once Redis is ready: until then the rate limiter could not count a request.
-  await waitForRedisLogged(redis, logger);
-  const server = app.listen(env.API_PORT, env.API_HOST, () => {
-    logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on http://${env.API_HOST}:${env.API_PORT}`);
-  });
+  const server = createServer(app);
+  await listen(server, env.API_PORT, env.API_HOST);
+  logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on http://${env.API_HOST}:${env.API_PORT}`);
   server.on("error", (err) => fatal(logger, err));
   installShutdown(
     logger,

@@ -1,7 +1,7 @@
-import { createPrisma } from "@mailroom/db";
+import { createPrisma, poolOf } from "@mailroom/db";
 import { createDomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
-import { fatal, installShutdown } from "@mailroom/runtime";
+import { awaitDependencies, fatal, installShutdown, postgresDependency } from "@mailroom/runtime";
 import { loadVerifierEnv } from "./env.ts";
 
 const bootLogger = createLogger("domain-verifier");
@@ -9,6 +9,12 @@ try {
   const env = loadVerifierEnv();
   const logger = createLogger("domain-verifier", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
+  // Work only once Postgres answers; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
+  await awaitDependencies(
+    [postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1"))],
+    env.STARTUP_TIMEOUT_MS,
+    (name, error) => logger.warn({ error }, `waiting for ${name}`),
+  );
   const verifier = startVerifier({
     prisma,
     logger,

@@ -1,7 +1,7 @@
-import { createPrisma } from "@mailroom/db";
+import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
-import { fatal, installShutdown } from "@mailroom/runtime";
+import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
 import { loadSenderEnv } from "./env.ts";
 import { createRelay } from "./relay.ts";
 import { startOutboundSender } from "./worker.ts";
@@ -15,6 +15,15 @@ try {
   const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
   const workerRedis = redisConnections.connect("worker");
   const producerRedis = redisConnections.connect("worker");
+  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
+  await awaitDependencies(
+    [
+      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
+      redisDependency(env.REDIS_URL, producerRedis, workerRedis),
+    ],
+    env.STARTUP_TIMEOUT_MS,
+    (name, error) => logger.warn({ error }, `waiting for ${name}`),
+  );
   const queue = redisConnections.queue("outbound", producerRedis);
   const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });
   const sender = startOutboundSender({

@@ -1,7 +1,7 @@
-import { createPrisma } from "@mailroom/db";
+import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
-import { fatal, installShutdown } from "@mailroom/runtime";
+import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
 import { loadRuleEngineEnv } from "./env.ts";
 import { createParser } from "./parse.ts";
 import { createDnsResolve } from "./resolver.ts";
@@ -17,6 +17,15 @@ try {
   const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
   const workerRedis = redisConnections.connect("worker");
   const producerRedis = redisConnections.connect("worker");
+  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
+  await awaitDependencies(
+    [
+      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
+      redisDependency(env.REDIS_URL, producerRedis, workerRedis),
+    ],
+    env.STARTUP_TIMEOUT_MS,
+    (name, error) => logger.warn({ error }, `waiting for ${name}`),
+  );
   const inboundQueue = redisConnections.queue("inbound", producerRedis);
   const deliveryQueue = redisConnections.queue("delivery", producerRedis);
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });

@@ -2,7 +2,14 @@ import { readFileSync } from "node:fs";
 import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { createRedisConnections } from "@mailroom/queues";
-import { fatal, installShutdown } from "@mailroom/runtime";
+import {
+  awaitDependencies,
+  fatal,
+  installShutdown,
+  listen,
+  postgresDependency,
+  redisDependency,
+} from "@mailroom/runtime";
 import { DataBudget } from "./data-budget.ts";
 import { loadIngestEnv } from "./env.ts";
 import { createIngestServer } from "./server.ts";
@@ -42,18 +49,27 @@ try {
       ? { tls: { cert: readFileSync(env.SMTP_TLS_CERT), key: readFileSync(env.SMTP_TLS_KEY) } }
       : {}),
   });
+  // Take mail only once Postgres and Redis answer; a dependency gone past STARTUP_TIMEOUT_MS or a
+  // port that cannot be bound ends the process with one line (a pod that takes no mail must not look up).
+  await awaitDependencies(
+    [
+      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
+      redisDependency(env.REDIS_URL, redis),
+    ],
+    env.STARTUP_TIMEOUT_MS,
+    (name, error) => logger.warn({ error }, `waiting for ${name} before listening`),
+  );
   const stopPurge = startStagingPurge(
     poolOf(prisma),
     logger,
     env.SPOOL_STAGING_TTL_MS,
     Math.min(env.SPOOL_STAGING_TTL_MS, 600_000),
   );
-  server.listen(env.SMTP_PORT, env.SMTP_HOST, () => {
-    logger.info(
-      { host: env.SMTP_HOST, port: env.SMTP_PORT },
-      `smtp-ingest listening on ${env.SMTP_HOST}:${env.SMTP_PORT}`,
-    );
-  });
+  await listen(server.server, env.SMTP_PORT, env.SMTP_HOST);
+  logger.info(
+    { host: env.SMTP_HOST, port: env.SMTP_PORT },
+    `smtp-ingest listening on ${env.SMTP_HOST}:${env.SMTP_PORT}`,
+  );
   installShutdown(
     logger,
     [

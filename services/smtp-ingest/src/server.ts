@@ -150,7 +150,8 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
 
   // Sessions, reply codes, accepted messages, and a log line per 4xx/5xx reply.
   const metrics = observeIngest(server, opts.registry ?? new Registry(), logger);
-  server.on("error", (err) => logger.warn({ err: err.message }, "smtp error"));
+  // A bind failure before listening is main.ts's to report (one fatal line); after that, log and go on.
+  server.on("error", (err) => server.server.listening && logger.warn({ err: err.message }, "smtp error"));
   return Object.assign(server, {
     shuttingDown: () => {
       closing = true;

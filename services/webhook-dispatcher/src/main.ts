@@ -1,8 +1,8 @@
-import { createPrisma } from "@mailroom/db";
+import { createPrisma, poolOf } from "@mailroom/db";
 import { createConnectionPool, createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
-import { fatal, installShutdown } from "@mailroom/runtime";
+import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
 import { loadDispatcherEnv } from "./env.ts";
 import { createSender } from "./send.ts";
 import { startDispatcher } from "./worker.ts";
@@ -16,6 +16,15 @@ try {
   const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
   const workerRedis = redisConnections.connect("worker");
   const producerRedis = redisConnections.connect("worker");
+  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
+  await awaitDependencies(
+    [
+      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
+      redisDependency(env.REDIS_URL, producerRedis, workerRedis),
+    ],
+    env.STARTUP_TIMEOUT_MS,
+    (name, error) => logger.warn({ error }, `waiting for ${name}`),
+  );
   const queue = redisConnections.queue("delivery", producerRedis);
   // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
   const resolver = createEgressResolver(env.DNS_SERVERS);

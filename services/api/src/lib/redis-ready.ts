@@ -1,4 +1,3 @@
-import type { Logger } from "@mailroom/log";
 import type { Redis } from "ioredis";
 
 /**
@@ -23,12 +22,4 @@ export function redisReady(redis: Redis, timeoutMs?: number): Promise<boolean> {
     redis.on("end", onEnd);
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => done(false), timeoutMs);
   });
-}
-
-/** Waits for Redis however long it takes, saying so every 5 s (start-up: nothing listens meanwhile). */
-export async function waitForRedisLogged(redis: Redis, logger: Logger): Promise<void> {
-  while (!(await redisReady(redis, 5_000))) {
-    if (redis.status === "end") throw new Error("redis connection closed before it was ready");
-    logger.warn({ status: redis.status }, "waiting for redis before listening");
-  }
 }

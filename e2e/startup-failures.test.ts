@@ -1,0 +1,156 @@
+// Issue 16 item 5: a service that cannot do its job at start says why in one line and exits
+// non-zero — a port it cannot bind, Postgres or Redis unreachable past STARTUP_TIMEOUT_MS, an invalid
+// setting — and never logs "listening" before it listens. Each case spawns the real service process
+// (node --import tsx services/<name>/src/main.ts), configured by environment as deployed.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer, type Server } from "node:net";
+import { resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { createTestEnv, sparePort, type TestEnv } from "@mailroom/testing";
+
+const root = resolve(import.meta.dirname, "..");
+const everyService = [
+  "api",
+  "domain-verifier",
+  "outbound-sender",
+  "rule-engine",
+  "smtp-ingest",
+  "webhook-dispatcher",
+] as const;
+const redisServices = everyService.filter((s) => s !== "domain-verifier");
+
+type Line = { level?: number; msg?: string; raw: string };
+type Exit = { code: number | null; lines: Line[] };
+
+/** Runs a service until it exits by itself; every line it printed (stdout and stderr). */
+function runToExit(service: string, env: Record<string, string>): Promise<Exit> {
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", `services/${service}/src/main.ts`], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH ?? "",
+      LOG_LEVEL: "info",
+      SMTP_RELAY_URL: "smtp://127.0.0.1:2",
+      STARTUP_TIMEOUT_MS: "1500",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  return new Promise((done) =>
+    child.once("close", (code) => {
+      const lines = out
+        .split("\n")
+        .filter((l) => l.trim())
+        .map((raw): Line => {
+          try {
+            return { ...(JSON.parse(raw) as { level?: number; msg?: string }), raw };
+          } catch {
+            return { raw };
+          }
+        });
+      done({ code, lines });
+    }),
+  );
+}
+
+/** The one fatal line a failed start must end with; fails the test with everything printed otherwise. */
+function fatalLine(exit: Exit): string {
+  const fatal = exit.lines.filter((l) => l.level === 60);
+  expect({ code: exit.code, fatal: fatal.length, last: exit.lines.at(-1)?.level }).toEqual({
+    code: 1,
+    fatal: 1,
+    last: 60,
+  });
+  // One clear line: the reason, not a stack trace, and nothing printed outside the JSON log.
+  expect(exit.lines.filter((l) => l.level === undefined)).toEqual([]);
+  expect(fatal[0]?.raw).not.toMatch(/"stack"/);
+  return fatal[0]?.msg ?? "";
+}
+
+let env: TestEnv;
+let closedPort: number;
+const deps = () => ({ DATABASE_URL: env.databaseUrl, REDIS_URL: env.redisUrl, REDIS_PREFIX: env.redisPrefix });
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  // Nothing listens here: connections are refused at once, as from a database that is down.
+  closedPort = await sparePort();
+});
+afterAll(async () => {
+  await env.cleanup();
+});
+
+describe("an invalid setting", () => {
+  test("every service exits 1 with one line naming the variable", async () => {
+    const exits = await Promise.all(
+      everyService.map((s) => runToExit(s, { ...deps(), STARTUP_TIMEOUT_MS: "soon", LOG_LEVEL: "info" })),
+    );
+    for (const exit of exits) {
+      expect(fatalLine(exit)).toMatch(/^invalid environment: STARTUP_TIMEOUT_MS: /);
+      expect(exit.lines).toHaveLength(1);
+    }
+  });
+});
+
+describe("Postgres unreachable for longer than STARTUP_TIMEOUT_MS", () => {
+  test("every service exits 1 with one line naming the database and the error", async () => {
+    const down = `postgresql://postgres@127.0.0.1:${closedPort}/mailroom`;
+    const exits = await Promise.all(everyService.map((s) => runToExit(s, { ...deps(), DATABASE_URL: down })));
+    for (const exit of exits) {
+      expect(fatalLine(exit)).toBe(
+        `database at 127.0.0.1:${closedPort} unreachable: connect ECONNREFUSED 127.0.0.1:${closedPort} (STARTUP_TIMEOUT_MS=1500)`,
+      );
+      expect(exit.lines).toHaveLength(1);
+      expect(exit.lines.some((l) => /listening|consuming|checking/.test(l.msg ?? ""))).toBe(false);
+    }
+  });
+});
+
+describe("Redis unreachable for longer than STARTUP_TIMEOUT_MS", () => {
+  test("every service using Redis exits 1 with one fatal line naming Redis and the error", async () => {
+    const down = `redis://127.0.0.1:${closedPort}`;
+    const exits = await Promise.all(redisServices.map((s) => runToExit(s, { ...deps(), REDIS_URL: down })));
+    for (const exit of exits) {
+      expect(fatalLine(exit)).toBe(
+        `Redis at 127.0.0.1:${closedPort} unreachable: connect ECONNREFUSED 127.0.0.1:${closedPort} (STARTUP_TIMEOUT_MS=1500)`,
+      );
+      // Before it, only the service's own connection warnings (never a raw ioredis stack trace).
+      expect(exit.lines.slice(0, -1).every((l) => l.level === 40)).toBe(true);
+      expect(exit.lines.some((l) => /listening|consuming/.test(l.msg ?? ""))).toBe(false);
+    }
+  });
+});
+
+describe("a port that cannot be bound", () => {
+  let taken: Server;
+  let port: number;
+  beforeAll(async () => {
+    taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    port = (taken.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    await new Promise((r) => taken.close(r));
+  });
+
+  test.each([
+    ["api", { API_HOST: "127.0.0.1", API_PORT: "" }],
+    ["smtp-ingest", { SMTP_HOST: "127.0.0.1", SMTP_PORT: "" }],
+  ])("%s exits 1 with one line, having never said it listens", async (service, listenEnv) => {
+    const portVar = Object.keys(listenEnv).find((k) => k.endsWith("_PORT")) ?? "";
+    const exit = await runToExit(service, {
+      ...deps(),
+      STARTUP_TIMEOUT_MS: "60000",
+      ...listenEnv,
+      [portVar]: String(port),
+    });
+    expect(fatalLine(exit)).toBe(`cannot listen on 127.0.0.1:${port}: the port is already in use (EADDRINUSE)`);
+    expect(exit.lines.some((l) => /listening/.test(l.msg ?? ""))).toBe(false);
+  });
+});
