@@ -45,10 +45,7 @@ export function createDependencyErrorLog(logger: Logger, opts: DependencyErrorLo
 
   const summarize = (dependency: string, s: State) => {
     if (s.count === 0) return false;
-    logger.warn(
-      { dependency, count: s.count, windowMs, err: s.last, ...s.context },
-      `${dependency} error repeated ${s.count} times: ${s.last}`,
-    );
+    logger.warn({ dependency, count: s.count, windowMs, err: s.last, ...s.context }, `${dependency} error repeated`);
     s.count = 0;
     return true;
   };
@@ -71,7 +68,8 @@ export function createDependencyErrorLog(logger: Logger, opts: DependencyErrorLo
         s.context = context;
         return;
       }
-      logger.warn({ dependency, err: message, ...context }, `${dependency} error: ${message}`);
+      // Constant messages (the details are fields): easy to search and to alert on.
+      logger.warn({ dependency, err: message, ...context }, `${dependency} error`);
       const timer = setInterval(() => tick(dependency), windowMs);
       timer.unref();
       states.set(dependency, { count: 0, total: 1, last: message, context, timer });
@@ -82,7 +80,7 @@ export function createDependencyErrorLog(logger: Logger, opts: DependencyErrorLo
       summarize(dependency, s);
       clearInterval(s.timer);
       states.delete(dependency);
-      logger.info({ dependency, errors: s.total }, `${dependency} reachable again after ${s.total} errors`);
+      logger.info({ dependency, errors: s.total }, `${dependency} reachable again`);
     },
     flush() {
       for (const [dependency, s] of states) {

@@ -1,12 +1,16 @@
 /** A readiness check: resolves when the dependency answers, rejects (or times out) when it does not. */
 export type ReadinessCheck = () => Promise<unknown>;
 
-export type ReadinessReport = { ok: boolean; draining: boolean; checks: Record<string, string> };
+export type ReadinessReport = { ok: boolean; started: boolean; draining: boolean; checks: Record<string, string> };
 
 export type Health = {
+  /** The service has finished starting (listening, consuming): until then /readyz answers 503. */
+  started(): void;
   /** From the first step of shutdown on, /readyz answers 503 so load balancers stop sending work. */
   drain(): void;
   readonly draining: boolean;
+  /** Adds a readiness check once its client exists (the port is up before the clients are made). */
+  addCheck(name: string, check: ReadinessCheck): void;
   ready(): Promise<ReadinessReport>;
 };
 
@@ -15,22 +19,30 @@ export type Health = {
  * Redis outage does not get every pod restarted; readiness (/readyz) does, with a timeout per check
  * so that a hung dependency answers "not ready" instead of a hung probe.
  */
-export function createHealth(checks: Record<string, ReadinessCheck> = {}, timeoutMs = 2_000): Health {
+export function createHealth(initial: Record<string, ReadinessCheck> = {}, timeoutMs = 2_000): Health {
+  const checks = { ...initial };
   let draining = false;
+  let started = false;
   return {
+    started() {
+      started = true;
+    },
     drain() {
       draining = true;
     },
     get draining() {
       return draining;
     },
+    addCheck(name, check) {
+      checks[name] = check;
+    },
     async ready() {
       const entries = await Promise.all(
         Object.entries(checks).map(async ([name, check]) => [name, await outcome(check, timeoutMs)] as const),
       );
       const results = Object.fromEntries(entries);
-      const ok = !draining && entries.every(([, r]) => r === "ok");
-      return { ok, draining, checks: results };
+      const ok = started && !draining && entries.every(([, r]) => r === "ok");
+      return { ok, started, draining, checks: results };
     },
   };
 }

@@ -16,13 +16,11 @@ export type Observability = {
   close(): Promise<void>;
 };
 
+/** HEALTH_PORT (0: an ephemeral port, named in the log line) and HEALTH_HOST, from the service's env. */
+export type HealthSettings = { HEALTH_PORT: number; HEALTH_HOST: string };
+
 export type ObservabilityOptions = {
-  service: string;
-  logger: Logger;
-  /** HEALTH_PORT (0: an ephemeral port, named in the log line) and HEALTH_HOST. */
-  port: number;
-  host: string;
-  /** Readiness checks, e.g. `{ postgres: () => prisma.$queryRaw\`SELECT 1\`, redis: () => redis.ping() }`. */
+  /** Readiness checks known at start; more with `health.addCheck` once their clients exist. */
   checks?: Record<string, ReadinessCheck>;
   /** Window of the dependency-error rate limiter (default 30 s). */
   errorWindowMs?: number;
@@ -34,18 +32,24 @@ const installed = new WeakMap<Logger, DependencyErrorLog>();
  * Metrics registry, readiness, the dependency-error rate limiter and the health/metrics HTTP port
  * of one service process. Rejects when the port cannot be bound (the caller exits).
  */
-export async function startObservability(opts: ObservabilityOptions): Promise<Observability> {
-  const registry = createRegistry(opts.service);
+export async function startObservability(
+  service: string,
+  logger: Logger,
+  settings: HealthSettings,
+  opts: ObservabilityOptions = {},
+): Promise<Observability> {
+  const { HEALTH_PORT: port, HEALTH_HOST: host } = settings;
+  const registry = createRegistry(service);
   const health = createHealth(opts.checks);
-  const errors = createDependencyErrorLog(opts.logger, {
+  const errors = createDependencyErrorLog(logger, {
     registry,
     ...(opts.errorWindowMs ? { windowMs: opts.errorWindowMs } : {}),
   });
-  installed.set(opts.logger, errors);
-  const server = await startHealthServer({ registry, health, port: opts.port, host: opts.host });
-  opts.logger.info(
-    { host: opts.host, port: server.port },
-    `health and metrics on http://${opts.host}:${server.port} (/healthz /readyz /metrics)`,
+  installed.set(logger, errors);
+  const server = await startHealthServer({ registry, health, port, host });
+  logger.info(
+    { host, port: server.port },
+    `health and metrics on http://${host}:${server.port} (/healthz /readyz /metrics)`,
   );
   return {
     registry,

@@ -3,6 +3,7 @@ import { createCursorCodec, createPrisma, poolOf } from "@mailroom/db";
 import { createDomainDns } from "@mailroom/domain-verification";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
+import { redisReadiness, startObservability } from "@mailroom/observability";
 import { createRedisConnections } from "@mailroom/queues";
 import {
   awaitDependencies,
@@ -24,8 +25,16 @@ try {
   const env = loadApiEnv();
   const logger = createLogger("api", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
-  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
+  const obs = await startObservability("api", logger, env);
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service;
+  // their errors go through the rate-limited dependency-error log (one line per outage window).
+  const redisConnections = createRedisConnections({
+    url: env.REDIS_URL,
+    prefix: env.REDIS_PREFIX,
+    logger,
+    onError: (err, source) => obs.errors.report("redis", err, { source }),
+  });
   const redis = redisConnections.connect("producer");
   // Listen only once Postgres and Redis answer (the rate limiter could not count a request before);
   // past STARTUP_TIMEOUT_MS, or with the port taken, exit with one line instead of limping on.
@@ -39,11 +48,16 @@ try {
   );
   const outboundQueue = redisConnections.queue("outbound", redis);
   const deliveryQueue = redisConnections.queue("delivery", redis);
+  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
+  obs.health.addCheck("redis", redisReadiness(redis));
+  redis.on("ready", () => obs.errors.recovered("redis"));
   const events = createEventHub(redis, env.REDIS_PREFIX, logger);
   // DNS_SERVERS behind every SSRF check (create/update/test), as in the dispatcher at delivery.
   const egressResolver = createEgressResolver(env.DNS_SERVERS);
   const app = createApp({
     prisma,
+    registry: obs.registry,
+    draining: () => obs.health.draining,
     redis,
     logger,
     bodyLimit: env.API_BODY_LIMIT,
@@ -74,15 +88,20 @@ try {
   await listen(server, env.API_PORT, env.API_HOST);
   logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on http://${env.API_HOST}:${env.API_PORT}`);
   server.on("error", (err) => fatal(logger, err));
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
   installShutdown(
     logger,
     [
+      // First: readiness turns false, so load balancers and probes see the drain.
+      { name: "readiness", close: () => obs.drain() },
       // First: open event streams and waits end, so the HTTP server can close without waiting on them.
       { name: "events", close: () => events.close() },
       { name: "http", close: () => new Promise<void>((resolve) => server.close(() => resolve())) },
       { name: "queue", close: () => Promise.all([outboundQueue.close(), deliveryQueue.close()]) },
       { name: "redis", close: () => redis.quit() },
       { name: "prisma", close: () => prisma.$disconnect() },
+      { name: "health", close: () => obs.close() },
     ],
     env.SHUTDOWN_TIMEOUT_MS,
   );

@@ -1,14 +1,19 @@
 import { createPrisma, poolOf } from "@mailroom/db";
 import { createDomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
+import { startObservability } from "@mailroom/observability";
 import { awaitDependencies, fatal, installShutdown, postgresDependency } from "@mailroom/runtime";
 import { loadVerifierEnv } from "./env.ts";
+import { domainCheckCounter } from "./metrics.ts";
 
 const bootLogger = createLogger("domain-verifier");
 try {
   const env = loadVerifierEnv();
   const logger = createLogger("domain-verifier", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
+  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
+  const obs = await startObservability("domain-verifier", logger, env);
+  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
   // Work only once Postgres answers; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
   await awaitDependencies(
     [postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1"))],
@@ -17,6 +22,7 @@ try {
   );
   const verifier = startVerifier({
     prisma,
+    onChecked: domainCheckCounter(obs.registry),
     logger,
     dns: createDomainDns({ servers: env.DNS_SERVERS, timeoutMs: env.DNS_TIMEOUT_MS, tries: env.DNS_TRIES }),
     pollIntervalMs: env.VERIFY_POLL_INTERVAL_MS,
@@ -28,11 +34,16 @@ try {
     { dnsServers: env.DNS_SERVERS.length ? env.DNS_SERVERS : "system", pollIntervalMs: env.VERIFY_POLL_INTERVAL_MS },
     "domain-verifier checking pending and verified domains",
   );
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
   installShutdown(
     logger,
     [
+      // First: readiness turns false, so load balancers and probes see the drain.
+      { name: "readiness", close: () => obs.drain() },
       { name: "verifier", close: () => verifier.close() },
       { name: "prisma", close: () => prisma.$disconnect() },
+      { name: "health", close: () => obs.close() },
     ],
     env.SHUTDOWN_TIMEOUT_MS,
   );

@@ -1,8 +1,10 @@
 import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
+import { redisReadiness, registerQueueMetrics, startObservability } from "@mailroom/observability";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
 import { loadRuleEngineEnv } from "./env.ts";
+import { createRuleEngineMetrics } from "./metrics.ts";
 import { createParser } from "./parse.ts";
 import { createDnsResolve } from "./resolver.ts";
 import { createRspamdScanner } from "./spam.ts";
@@ -13,8 +15,16 @@ try {
   const env = loadRuleEngineEnv();
   const logger = createLogger("rule-engine", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
-  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
+  const obs = await startObservability("rule-engine", logger, env);
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service;
+  // their errors go through the rate-limited dependency-error log (one line per outage window).
+  const redisConnections = createRedisConnections({
+    url: env.REDIS_URL,
+    prefix: env.REDIS_PREFIX,
+    logger,
+    onError: (err, source) => obs.errors.report("redis", err, { source }),
+  });
   const workerRedis = redisConnections.connect("worker");
   const producerRedis = redisConnections.connect("worker");
   // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
@@ -28,9 +38,15 @@ try {
   );
   const inboundQueue = redisConnections.queue("inbound", producerRedis);
   const deliveryQueue = redisConnections.queue("delivery", producerRedis);
+  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
+  obs.health.addCheck("redis", redisReadiness(producerRedis));
+  producerRedis.on("ready", () => obs.errors.recovered("redis"));
+  // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
+  registerQueueMetrics(obs.registry, [inboundQueue]);
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });
   const engine = startRuleEngine({
     prisma,
+    metrics: createRuleEngineMetrics(obs.registry),
     logger,
     deliveryQueue,
     inboundQueue,
@@ -66,14 +82,19 @@ try {
     ),
   });
   logger.info({ concurrency: env.RULE_ENGINE_CONCURRENCY }, "rule-engine consuming queue inbound");
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
   installShutdown(
     logger,
     [
+      // First: readiness turns false, so load balancers and probes see the drain.
+      { name: "readiness", close: () => obs.drain() },
       { name: "worker", close: () => engine.close() },
       { name: "parser", close: () => parser.close() },
       { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close()]) },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
       { name: "prisma", close: () => prisma.$disconnect() },
+      { name: "health", close: () => obs.close() },
     ],
     env.SHUTDOWN_TIMEOUT_MS,
   );

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createPrisma, poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
+import { redisReadiness, startObservability } from "@mailroom/observability";
 import { createRedisConnections } from "@mailroom/queues";
 import {
   awaitDependencies,
@@ -20,12 +21,24 @@ try {
   const env = loadIngestEnv();
   const logger = createLogger("smtp-ingest", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL, { max: env.DATABASE_POOL_SIZE });
-  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
-  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
+  const obs = await startObservability("smtp-ingest", logger, env);
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service;
+  // their errors go through the rate-limited dependency-error log (one line per outage window).
+  const redisConnections = createRedisConnections({
+    url: env.REDIS_URL,
+    prefix: env.REDIS_PREFIX,
+    logger,
+    onError: (err, source) => obs.errors.report("redis", err, { source }),
+  });
   const redis = redisConnections.connect("producer");
   const queue = redisConnections.queue("inbound", redis);
+  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
+  obs.health.addCheck("redis", redisReadiness(redis));
+  redis.on("ready", () => obs.errors.recovered("redis"));
   const server = createIngestServer({
     prisma,
+    registry: obs.registry,
     queue,
     logger,
     hostname: env.SMTP_HOSTNAME,
@@ -70,9 +83,13 @@ try {
     { host: env.SMTP_HOST, port: env.SMTP_PORT },
     `smtp-ingest listening on ${env.SMTP_HOST}:${env.SMTP_PORT}`,
   );
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
   installShutdown(
     logger,
     [
+      // First: readiness turns false, so load balancers and probes see the drain.
+      { name: "readiness", close: () => obs.drain() },
       {
         name: "smtp",
         close: () =>
@@ -85,6 +102,7 @@ try {
       { name: "queue", close: () => queue.close() },
       { name: "redis", close: () => redis.quit() },
       { name: "prisma", close: () => prisma.$disconnect() },
+      { name: "health", close: () => obs.close() },
     ],
     env.SHUTDOWN_TIMEOUT_MS,
   );

@@ -1,6 +1,12 @@
 import { createPrisma, poolOf } from "@mailroom/db";
 import { createConnectionPool, createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
+import {
+  createDeliveryMetrics,
+  redisReadiness,
+  registerQueueMetrics,
+  startObservability,
+} from "@mailroom/observability";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
 import { loadDispatcherEnv } from "./env.ts";
@@ -12,8 +18,16 @@ try {
   const env = loadDispatcherEnv();
   const logger = createLogger("webhook-dispatcher", env.LOG_LEVEL);
   const prisma = createPrisma(env.DATABASE_URL);
-  // Connections and queues with error listeners, and the eviction-policy check, as in every service.
-  const redisConnections = createRedisConnections({ url: env.REDIS_URL, prefix: env.REDIS_PREFIX, logger });
+  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
+  const obs = await startObservability("webhook-dispatcher", logger, env);
+  // Connections and queues with error listeners, and the eviction-policy check, as in every service;
+  // their errors go through the rate-limited dependency-error log (one line per outage window).
+  const redisConnections = createRedisConnections({
+    url: env.REDIS_URL,
+    prefix: env.REDIS_PREFIX,
+    logger,
+    onError: (err, source) => obs.errors.report("redis", err, { source }),
+  });
   const workerRedis = redisConnections.connect("worker");
   const producerRedis = redisConnections.connect("worker");
   // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
@@ -26,12 +40,18 @@ try {
     (name, error) => logger.warn({ error }, `waiting for ${name}`),
   );
   const queue = redisConnections.queue("delivery", producerRedis);
+  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
+  obs.health.addCheck("redis", redisReadiness(producerRedis));
+  producerRedis.on("ready", () => obs.errors.recovered("redis"));
+  // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
+  registerQueueMetrics(obs.registry, [queue]);
   // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
   const resolver = createEgressResolver(env.DNS_SERVERS);
   // Keep-alive connections per endpoint, keyed by the addresses checked at each delivery.
   const pool = createConnectionPool();
   const dispatcher = startDispatcher({
     prisma,
+    metrics: createDeliveryMetrics(obs.registry),
     queue,
     logger,
     send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver, pool }),
@@ -52,14 +72,19 @@ try {
     { concurrency: env.DISPATCHER_CONCURRENCY, endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY },
     "webhook-dispatcher consuming queue delivery",
   );
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
   installShutdown(
     logger,
     [
+      // First: readiness turns false, so load balancers and probes see the drain.
+      { name: "readiness", close: () => obs.drain() },
       { name: "worker", close: () => dispatcher.close() },
       { name: "connections", close: async () => pool.close() },
       { name: "queue", close: () => queue.close() },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
       { name: "prisma", close: () => prisma.$disconnect() },
+      { name: "health", close: () => obs.close() },
     ],
     env.SHUTDOWN_TIMEOUT_MS,
   );
