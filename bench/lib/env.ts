@@ -30,7 +30,9 @@ export async function benchEnv(name: string): Promise<BenchEnv> {
     redisPrefix: t.redisPrefix,
     prisma,
     pool,
-    serviceEnv: { DATABASE_URL: t.databaseUrl, REDIS_URL: t.redisUrl, REDIS_PREFIX: t.redisPrefix },
+    // HEALTH_PORT 0: an ephemeral health/metrics port, so benches and tests running side by side
+    // (or a stack already on this machine) do not collide on the services' fixed defaults.
+    serviceEnv: { DATABASE_URL: t.databaseUrl, REDIS_URL: t.redisUrl, REDIS_PREFIX: t.redisPrefix, HEALTH_PORT: "0" },
     async close() {
       await prisma.$disconnect().catch(() => undefined);
       await pool.end().catch(() => undefined);
