@@ -7,16 +7,10 @@ import { createServer, type Server } from "node:net";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { createTestEnv, sparePort, type TestEnv } from "@mailroom/testing";
+import { repoServices } from "./services.ts";
 
 const root = resolve(import.meta.dirname, "..");
-const everyService = [
-  "api",
-  "domain-verifier",
-  "outbound-sender",
-  "rule-engine",
-  "smtp-ingest",
-  "webhook-dispatcher",
-] as const;
+const everyService = repoServices();
 const redisServices = everyService.filter((s) => s !== "domain-verifier");
 
 type Line = { level?: number; msg?: string; raw: string };

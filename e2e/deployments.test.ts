@@ -1,0 +1,181 @@
+// Every deployment the repository ships runs every service under services/, and every Kubernetes
+// object in them — kustomize manifests and the rendered Helm chart — validates against the
+// Kubernetes schemas (kubernetes-models; KEDA's for ScaledObject). Offline: a real `helm template`.
+import { describe, expect, test } from "@jest/globals";
+import {
+  composeServices,
+  deployedServices,
+  deploymentOf,
+  type K8sObject,
+  kustomizeObjects,
+  lintChart,
+  renderChart,
+  repoServices,
+  schemaProblems,
+  serviceOfCommand,
+} from "./deploy/manifests.ts";
+
+const services = repoServices();
+const secret = { existingSecret: "mailroom-secrets" };
+const withKeda = { ...secret, "keda.enabled": "true", "keda.redis.passwordKey": "REDIS_PASSWORD" };
+
+const missingFrom = (deployed: string[]) => services.filter((s) => !deployed.includes(s));
+const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
+const component = (o: K8sObject) => o.metadata.labels?.["app.kubernetes.io/component"];
+
+test("the repository has the six services the deployments are checked against", () => {
+  expect(services).toEqual([
+    "api",
+    "domain-verifier",
+    "outbound-sender",
+    "rule-engine",
+    "smtp-ingest",
+    "webhook-dispatcher",
+  ]);
+});
+
+test("the schema check rejects what the API server would: a wrong type, a missing field, an unknown kind", () => {
+  const bad = (spec: unknown, kind = "Deployment", apiVersion = "apps/v1") =>
+    schemaProblems({ apiVersion, kind, metadata: { name: "x" }, spec });
+  const selector = { matchLabels: { a: "b" } };
+  const template = { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "i" }] } };
+  expect(bad({ selector, template })).toEqual([]);
+  expect(bad({ selector, template, replicas: "two" })).not.toEqual([]);
+  expect(bad({ selector })).not.toEqual([]);
+  expect(bad({}, "Widget", "example.com/v1")).toEqual(["Widget x: no schema for example.com/v1/Widget"]);
+});
+
+describe("docker-compose.yml", () => {
+  const compose = composeServices();
+  const started = Object.values(compose)
+    .map((s) => serviceOfCommand(s.command ?? []))
+    .filter((s): s is string => s !== null)
+    .sort();
+
+  test("runs every service", () => {
+    expect(missingFrom(started)).toEqual([]);
+  });
+
+  test("every service gets the database, Redis and the migration before it starts", () => {
+    for (const [name, svc] of Object.entries(compose)) {
+      if (!serviceOfCommand(svc.command ?? [])) continue;
+      expect([name, svc.environment?.DATABASE_URL, svc.environment?.REDIS_URL].every(Boolean)).toBe(true);
+      expect((svc as { depends_on?: Record<string, unknown> }).depends_on).toHaveProperty("migrate");
+    }
+    expect(compose["outbound-sender"]?.environment?.SMTP_RELAY_URL).toBeTruthy();
+  });
+});
+
+describe("infra/k8s (kustomize)", () => {
+  const objects = kustomizeObjects();
+
+  test("runs every service", () => {
+    expect(missingFrom(deployedServices(objects))).toEqual([]);
+  });
+
+  test("every object validates against the Kubernetes schemas", () => {
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+  });
+});
+
+describe("Helm chart infra/helm/mailroom", () => {
+  const objects = renderChart(secret);
+
+  test("helm lint --strict passes", () => {
+    expect(lintChart(secret)).toMatch(/0 chart\(s\) failed/);
+  });
+
+  test("one Deployment per service", () => {
+    expect(deployedServices(objects)).toEqual(services);
+  });
+
+  test("every object validates against the Kubernetes schemas, with and without KEDA", () => {
+    expect(objects.flatMap(schemaProblems)).toEqual([]);
+    expect(renderChart(withKeda).flatMap(schemaProblems)).toEqual([]);
+  });
+
+  test("every Deployment has resources, reads the secret by reference, and selects its own pods", () => {
+    for (const d of byKind(objects, "Deployment")) {
+      const [c] = d.spec.template.spec.containers;
+      expect(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory).toBeTruthy();
+      expect(c.envFrom).toContainEqual({ secretRef: { name: "mailroom-secrets" } });
+      expect(d.spec.template.metadata.labels).toMatchObject(d.spec.selector.matchLabels);
+      expect(d.spec.template.spec.securityContext.runAsNonRoot).toBe(true);
+    }
+    expect(byKind(objects, "Secret")).toEqual([]); // nothing secret is written by the chart
+  });
+
+  test("every service is probed on its HEALTH_PORT (/readyz, /healthz) and scraped there for /metrics", () => {
+    for (const service of services) {
+      const d = deploymentOf(objects, service);
+      const [c] = d?.spec.template.spec.containers ?? [];
+      expect(c.env).toContainEqual({ name: "HEALTH_PORT", value: "9464" });
+      expect(c.ports).toContainEqual({ name: "health", containerPort: 9464, protocol: "TCP" });
+      expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "health" });
+      expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "health" });
+      expect(d?.spec.template.metadata.annotations).toMatchObject({
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9464",
+        "prometheus.io/path": "/metrics",
+      });
+    }
+  });
+
+  test("without a health port a service falls back to the probes in its values", () => {
+    const rendered = renderChart({ ...secret, "services.smtp-ingest.health.port": "null" });
+    const [smtp] = deploymentOf(rendered, "smtp-ingest")?.spec.template.spec.containers ?? [];
+    expect(smtp.readinessProbe.tcpSocket).toEqual({ port: "smtp" });
+    expect(smtp.env).not.toContainEqual(expect.objectContaining({ name: "HEALTH_PORT" }));
+  });
+
+  test("the migration is a hook Job re-created on every install and upgrade", () => {
+    const [job] = byKind(objects, "Job");
+    expect(job?.metadata.annotations?.["helm.sh/hook"]).toBe("pre-install,pre-upgrade");
+    expect(job?.metadata.annotations?.["helm.sh/hook-delete-policy"]).toContain("before-hook-creation");
+    expect(serviceOfCommand(job?.spec.template.spec.containers[0].args)).toBe(null);
+    expect(job?.spec.template.spec.containers[0].args.join(" ")).toMatch(/migrate/);
+  });
+
+  test("the SMTP Service keeps the client's address (externalTrafficPolicy Local)", () => {
+    const smtp = byKind(objects, "Service").find((s) => component(s) === "smtp-ingest");
+    expect(smtp?.spec).toMatchObject({ type: "LoadBalancer", externalTrafficPolicy: "Local" });
+    expect(smtp?.spec.ports).toEqual([{ name: "smtp", port: 25, targetPort: "smtp", protocol: "TCP" }]);
+  });
+
+  test("PodDisruptionBudgets cover every service that runs more than one pod", () => {
+    const covered = byKind(objects, "PodDisruptionBudget").map(component).sort();
+    expect(covered).toEqual(services.filter((s) => s !== "domain-verifier"));
+  });
+
+  test("API and SMTP ingest scale on CPU; the Deployment leaves replicas to the autoscaler", () => {
+    const hpas = byKind(objects, "HorizontalPodAutoscaler");
+    expect(hpas.map(component).sort()).toEqual(["api", "smtp-ingest"]);
+    for (const hpa of hpas) {
+      expect(hpa.spec.metrics[0].resource.name).toBe("cpu");
+      expect(deploymentOf(objects, component(hpa) ?? "")?.spec.replicas).toBeUndefined();
+    }
+    expect(byKind(objects, "ScaledObject")).toEqual([]); // KEDA is optional and off by default
+    expect(deploymentOf(objects, "rule-engine")?.spec.replicas).toBe(2);
+  });
+
+  test("with KEDA, rule engine and dispatcher scale on their BullMQ wait lists", () => {
+    const rendered = renderChart({ ...withKeda, "config.REDIS_PREFIX": "mr1" });
+    const scaled = byKind(rendered, "ScaledObject");
+    const lists = Object.fromEntries(scaled.map((s) => [component(s), s.spec.triggers[0].metadata.listName]));
+    expect(lists).toEqual({ "rule-engine": "mr1:inbound:wait", "webhook-dispatcher": "mr1:delivery:wait" });
+    for (const s of scaled) {
+      expect(s.spec.triggers[0].type).toBe("redis");
+      expect(s.spec.triggers[0].authenticationRef.name).toBe("mr-mailroom-redis");
+      expect(deploymentOf(rendered, component(s) ?? "")?.metadata.name).toBe(s.spec.scaleTargetRef.name);
+      expect(deploymentOf(rendered, component(s) ?? "")?.spec.replicas).toBeUndefined();
+    }
+    const [auth] = byKind(rendered, "TriggerAuthentication");
+    expect(auth?.spec.secretTargetRef).toEqual([
+      { parameter: "password", name: "mailroom-secrets", key: "REDIS_PASSWORD" },
+    ]);
+  });
+
+  test("without a secret reference the chart refuses to render, saying what to set", () => {
+    expect(() => renderChart()).toThrow(/set existingSecret to the name of a Secret/);
+  });
+});
