@@ -2,6 +2,7 @@ import type { DnsRecord } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
+import { type Periodic, startPeriodic } from "@mailroom/runtime";
 import { type CheckResult, checkRecords, type RecordResult } from "./check.ts";
 import type { DomainDns } from "./dns.ts";
 import { type CheckMode, decide, type Transition } from "./lifecycle.ts";
@@ -96,42 +97,17 @@ export async function runDueChecks(opts: VerifierOptions): Promise<RunStats> {
   }
 }
 
-export type Verifier = { runOnce(): Promise<RunStats>; close(): Promise<void> };
+export type Verifier = Periodic<RunStats>;
 
 /**
  * The polling loop: every `pollIntervalMs`, check what is due. The schedule lives in Postgres
  * (`nextCheckAt`), so restarts lose nothing and replicas share the work.
  */
 export function startVerifier(opts: VerifierOptions): Verifier {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let current: Promise<RunStats> | null = null;
-
-  const runOnce = (): Promise<RunStats> => {
-    if (!current) {
-      current = runDueChecks(opts).finally(() => {
-        current = null;
-      });
-    }
-    return current;
-  };
-  const loop = async () => {
-    try {
-      await runOnce();
-    } catch (err) {
-      // Claiming due domains is a Postgres query: while it is down, one line per window, not per poll.
-      dependencyErrors(opts.logger).report("postgres", err, { source: "domain verifier pass" });
-    }
-    if (!stopped) timer = setTimeout(loop, opts.pollIntervalMs);
-  };
-  timer = setTimeout(loop, 0);
-
-  return {
-    runOnce,
-    async close() {
-      stopped = true;
-      clearTimeout(timer);
-      await current?.catch(() => undefined);
-    },
-  };
+  return startPeriodic({
+    run: () => runDueChecks(opts),
+    intervalMs: opts.pollIntervalMs,
+    // Claiming due domains is a Postgres query: while it is down, one line per window, not per poll.
+    onError: (err) => dependencyErrors(opts.logger).report("postgres", err, { source: "domain verifier pass" }),
+  });
 }

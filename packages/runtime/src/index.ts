@@ -1,6 +1,8 @@
 import type { Logger } from "@mailroom/log";
 import { StartupError } from "./startup.ts";
 
+export { type Periodic, startPeriodic } from "./periodic.ts";
+
 export {
   awaitDependencies,
   type Dependency,
