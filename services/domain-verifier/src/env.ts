@@ -14,6 +14,10 @@ export const verifierEnvSchema = z.object({
   VERIFY_CONCURRENCY: z.coerce.number().int().positive().default(8),
   /** A claimed domain is hidden from other replicas this long; must exceed one check's worst case. */
   VERIFY_LEASE_MS: z.coerce.number().int().positive().default(120_000),
+  /** How often the retention pass deletes mail past each account's retention (0: never). */
+  RETENTION_INTERVAL_MS: z.coerce.number().int().min(0).default(3_600_000),
+  /** Rows per retention batch, each batch one short transaction. */
+  RETENTION_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 
 export type VerifierEnv = z.infer<typeof verifierEnvSchema>;

@@ -2,15 +2,17 @@ import { createPrisma, poolOf } from "@mailroom/db";
 import { createDomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger } from "@mailroom/log";
 import { startObservability } from "@mailroom/observability";
+import { startRetention } from "@mailroom/retention";
 import { awaitDependencies, fatal, installShutdown, postgresDependency } from "@mailroom/runtime";
 import { loadVerifierEnv } from "./env.ts";
-import { domainCheckCounter } from "./metrics.ts";
+import { domainCheckCounter, retentionCounter } from "./metrics.ts";
 
 const bootLogger = createLogger("domain-verifier");
 try {
   const env = loadVerifierEnv();
   const logger = createLogger("domain-verifier", env.LOG_LEVEL);
-  const prisma = createPrisma(env.DATABASE_URL);
+  // One connection per verification lane, plus the retention pass's lock holder and batch.
+  const prisma = createPrisma(env.DATABASE_URL, { max: env.VERIFY_CONCURRENCY + 4 });
   // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
   const obs = await startObservability("domain-verifier", logger, env);
   obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
@@ -30,6 +32,18 @@ try {
     concurrency: env.VERIFY_CONCURRENCY,
     leaseMs: env.VERIFY_LEASE_MS,
   });
+  // Retention runs here because this service already does scheduled Postgres-only work; replicas
+  // take turns through an advisory lock (docs/decisions.md).
+  const retention =
+    env.RETENTION_INTERVAL_MS > 0
+      ? startRetention({
+          pool: poolOf(prisma),
+          logger,
+          batchSize: env.RETENTION_BATCH_SIZE,
+          intervalMs: env.RETENTION_INTERVAL_MS,
+          onBatch: retentionCounter(obs.registry),
+        })
+      : null;
   logger.info(
     { dnsServers: env.DNS_SERVERS.length ? env.DNS_SERVERS : "system", pollIntervalMs: env.VERIFY_POLL_INTERVAL_MS },
     "domain-verifier checking pending and verified domains",
@@ -42,6 +56,7 @@ try {
       // First: readiness turns false, so load balancers and probes see the drain.
       { name: "readiness", close: () => obs.drain() },
       { name: "verifier", close: () => verifier.close() },
+      { name: "retention", close: () => retention?.close() },
       { name: "prisma", close: () => prisma.$disconnect() },
       { name: "health", close: () => obs.close() },
     ],

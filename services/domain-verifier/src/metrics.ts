@@ -1,5 +1,6 @@
 import type { Transition } from "@mailroom/domain-verification";
 import { Counter, type Registry } from "@mailroom/observability";
+import type { RetentionOptions } from "@mailroom/retention";
 
 /** Scheduled domain checks by what they changed (verified, failed, still pending, inconclusive, …). */
 export function domainCheckCounter(registry: Registry): (transition: Transition) => void {
@@ -10,4 +11,15 @@ export function domainCheckCounter(registry: Registry): (transition: Transition)
     registers: [registry],
   });
   return (transition) => checks.inc({ transition });
+}
+
+/** Rows the retention pass deleted, by table of the batch (emails with what hangs off them, block records). */
+export function retentionCounter(registry: Registry): NonNullable<RetentionOptions["onBatch"]> {
+  const deleted = new Counter({
+    name: "mailroom_retention_deleted_total",
+    help: "Rows deleted by the retention pass, by table",
+    labelNames: ["table"],
+    registers: [registry],
+  });
+  return (table, rows) => deleted.inc({ table }, rows);
 }
