@@ -13,37 +13,43 @@ import type { OpsContext } from "./context.ts";
 
 export const deliveryStatus = z.enum(["pending", "retrying", "delivered", "dead"]);
 
-export const deliverySchema = z.strictObject({
-  id: z.string().regex(/^dlv_[0-9A-Za-z]+$/),
-  emailId: z.string(),
-  endpointId: z.string(),
-  status: deliveryStatus.describe("pending → (retrying →)* delivered | dead"),
-  attemptCount: z.number().int().describe("attempts made so far"),
-  maxAttempts: z.number().int().describe("attempts allowed in total; a manual retry raises it"),
-  nextAttemptAt: timestamp.nullable().describe("when the next attempt is due; null once delivered or dead"),
-  lastStatusCode: z.number().int().nullable(),
-  lastError: z.string().nullable(),
-  deliveredAt: timestamp.nullable(),
-  createdAt: timestamp,
-  updatedAt: timestamp,
-});
+export const deliverySchema = z
+  .strictObject({
+    id: z.string().regex(/^dlv_[0-9A-Za-z]+$/),
+    emailId: z.string(),
+    endpointId: z.string(),
+    status: deliveryStatus.describe("pending → (retrying →)* delivered | dead"),
+    attemptCount: z.number().int().describe("attempts made so far"),
+    maxAttempts: z.number().int().describe("attempts allowed in total; a manual retry raises it"),
+    nextAttemptAt: timestamp.nullable().describe("when the next attempt is due; null once delivered or dead"),
+    lastStatusCode: z.number().int().nullable(),
+    lastError: z.string().nullable(),
+    deliveredAt: timestamp.nullable(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: "Delivery" });
 
-export const deliveryAttemptSchema = z.strictObject({
-  number: z.number().int(),
-  statusCode: z.number().int().nullable().describe("null when no response arrived"),
-  durationMs: z.number().int(),
-  error: z
-    .string()
-    .nullable()
-    .describe("null on success: timeout, unreachable, non-public URL, redirect, HTTP <status>"),
-  responseBody: z.string().describe("first 4 KB of the endpoint's response"),
-  startedAt: timestamp,
-  finishedAt: timestamp,
-});
+export const deliveryAttemptSchema = z
+  .strictObject({
+    number: z.number().int(),
+    statusCode: z.number().int().nullable().describe("null when no response arrived"),
+    durationMs: z.number().int(),
+    error: z
+      .string()
+      .nullable()
+      .describe("null on success: timeout, unreachable, non-public URL, redirect, HTTP <status>"),
+    responseBody: z.string().describe("first 4 KB of the endpoint's response"),
+    startedAt: timestamp,
+    finishedAt: timestamp,
+  })
+  .meta({ id: "DeliveryAttempt" });
 
-export const deliveryWithAttemptsSchema = deliverySchema.extend({
-  attempts: z.array(deliveryAttemptSchema).describe("oldest first"),
-});
+export const deliveryWithAttemptsSchema = deliverySchema
+  .extend({
+    attempts: z.array(deliveryAttemptSchema).describe("oldest first"),
+  })
+  .meta({ id: "DeliveryWithAttempts" });
 
 const idFilter = (prefix: string) =>
   z

@@ -31,9 +31,11 @@ export const bulkRetryBody = z
   })
   .describe("Filter; every field is optional and they combine (AND)");
 
-export const bulkRetryResultSchema = z.strictObject({
-  retried: z.number().int().describe("deliveries re-opened by this call; 0 when nothing (more) matched"),
-});
+export const bulkRetryResultSchema = z
+  .strictObject({
+    retried: z.number().int().describe("deliveries re-opened by this call; 0 when nothing (more) matched"),
+  })
+  .meta({ id: "BulkRetryResult" });
 
 /** Rows re-opened per statement: bounded transactions however many deliveries match. */
 const BATCH = 500;

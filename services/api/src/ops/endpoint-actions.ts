@@ -8,16 +8,20 @@ import { findOwnedEndpoint, newEndpointSecret } from "./endpoints.ts";
 /** How long the previous secret keeps signing after a rotation (both `v1=` are sent). */
 export const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
-export const endpointTestResultSchema = z.strictObject({
-  ok: z.boolean().describe("true when the endpoint answered 2xx"),
-  status: z.number().int().nullable().describe("HTTP status; null if the request never completed"),
-  durationMs: z.number().int(),
-  error: z
-    .string()
-    .nullable()
-    .describe("null when ok; else timeout, unreachable: <code>, non-public URL: <reason>, redirect: …, HTTP <status>"),
-  responseBody: z.string().describe("the endpoint's response body, truncated to 4 KB"),
-});
+export const endpointTestResultSchema = z
+  .strictObject({
+    ok: z.boolean().describe("true when the endpoint answered 2xx"),
+    status: z.number().int().nullable().describe("HTTP status; null if the request never completed"),
+    durationMs: z.number().int(),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        "null when ok; else timeout, unreachable: <code>, non-public URL: <reason>, redirect: …, HTTP <status>",
+      ),
+    responseBody: z.string().describe("the endpoint's response body, truncated to 4 KB"),
+  })
+  .meta({ id: "EndpointTestResult" });
 
 /**
  * Spec §4 `POST /endpoints/{id}/test`: one sample `email.received` request exactly as a real

@@ -7,9 +7,11 @@ import { endpointTestResultSchema, rotateEndpointSecret, testEndpoint } from "..
 
 const tag = "Endpoints";
 
-const rotatedSchema = endpointWithSecretSchema.extend({
-  previousSecretExpiresAt: timestamp.describe("until then the previous secret signs too (two v1= entries)"),
-});
+const rotatedSchema = endpointWithSecretSchema
+  .extend({
+    previousSecretExpiresAt: timestamp.describe("until then the previous secret signs too (two v1= entries)"),
+  })
+  .meta({ id: "EndpointRotatedSecret" });
 
 export function endpointActionsRouter(ctx: OpsContext): Router {
   const r = Router();
