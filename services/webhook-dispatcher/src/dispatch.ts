@@ -4,7 +4,7 @@ import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 import { type EventPublisher, enqueue, type Queue, retryFor } from "@mailroom/queues";
 import type { EndpointSlots } from "./slots.ts";
-import { claimAttempt, loadDelivery, recordAttempt } from "./store.ts";
+import { type ClaimedDelivery, claimDelivery, loadDelivery, recordAttempt, unclaimDelivery } from "./store.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
 export type SendResult = { status: number | null; body: string; durationMs: number; error: string | null };
@@ -57,42 +57,28 @@ export async function attemptDelivery(
 ): Promise<AttemptOutcome> {
   const { prisma } = deps;
   const now = deps.now ?? (() => new Date());
-  const d = await loadDelivery(prisma, deliveryId);
-  if (!d) return { outcome: "skipped", reason: "delivery not found" };
-  if (d.status === "delivered" || d.status === "dead") return { outcome: "skipped", reason: `already ${d.status}` };
-  // Email destinations (mailto:) are forwarded over SMTP by the outbound-sender, not posted here.
-  if (d.endpoint.type === "email") return { outcome: "skipped", reason: "email destination (outbound-sender)" };
+  // Claim first, in the statement that loads everything the request needs: the slot is then held
+  // only around the request itself. The claim moves nextAttemptAt to the end of a lease that outlives
+  // the request. A second job for this attempt (the sweeper re-queued it after Redis lost the running
+  // one, or BullMQ wrongly took the running one for stalled) finds the claim and waits for the lease
+  // instead of POSTing concurrently; if this worker dies, the lease runs out and the attempt is made again.
+  const at = now();
+  const d = await claimDelivery(prisma, deliveryId, {
+    ...(opts.expectedAttempt !== undefined ? { expectedCount: opts.expectedAttempt - 1 } : {}),
+    dueBy: new Date(at.getTime() + EARLY_TOLERANCE_MS),
+    now: at,
+    leaseMarginMs: SLOT_LEASE_MARGIN_MS,
+  });
+  if (!d) return whyNotClaimed(deps, deliveryId, opts.expectedAttempt, at);
   const attempt = d.attemptCount + 1;
-  if (opts.expectedAttempt !== undefined && opts.expectedAttempt !== attempt) {
-    return { outcome: "skipped", reason: `stale job for attempt ${opts.expectedAttempt}; next is ${attempt}` };
-  }
-  if (!d.endpoint.active) return { outcome: "paused" };
-  if (d.nextAttemptAt && d.nextAttemptAt.getTime() - now().getTime() > EARLY_TOLERANCE_MS) {
-    return { outcome: "early", nextAttemptAt: d.nextAttemptAt };
-  }
-
   const timeoutMs = d.endpoint.timeoutSeconds * 1000;
   const holder = opts.holder ?? `${d.id}.${attempt}`;
-  if (deps.slots && !(await deps.slots.acquire(d.endpointId, holder, timeoutMs + SLOT_LEASE_MARGIN_MS))) {
+  if (deps.slots && !(await acquireOrUnclaim(deps, d, holder, timeoutMs + SLOT_LEASE_MARGIN_MS))) {
     return { outcome: "busy", endpointId: d.endpointId };
   }
 
-  // Claim the attempt in Postgres before sending: nextAttemptAt moves to the end of a lease that
-  // outlives the request. A second job for this attempt (the sweeper re-queued it after Redis lost
-  // the running one, or BullMQ wrongly took the running one for stalled) finds the claim and waits
-  // for the lease instead of POSTing concurrently; if this worker dies, the lease runs out and the
-  // attempt is made again.
-  const leaseUntil = new Date(now().getTime() + timeoutMs + SLOT_LEASE_MARGIN_MS);
-  const claimed = await claimAttempt(prisma, d, leaseUntil).catch(async (err) => {
-    await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
-    throw err;
-  });
-  if (!claimed) {
-    await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
-    return { outcome: "early", nextAttemptAt: leaseUntil };
-  }
-
   let result: SendResult;
+  let released: Promise<void> | undefined;
   let startedAt: Date;
   let finishedAt: Date;
   try {
@@ -109,7 +95,8 @@ export async function attemptDelivery(
     result = await deps.send({ url: d.endpoint.url, body, headers, timeoutMs });
     finishedAt = now();
   } finally {
-    await deps.slots?.release(d.endpointId, holder).catch(() => undefined);
+    // Not awaited before recording: the slot's release and the record are independent round trips.
+    released = deps.slots?.release(d.endpointId, holder).catch(() => undefined);
   }
 
   const verdict = judgeResponse(result);
@@ -145,7 +132,7 @@ export async function attemptDelivery(
     deadlineMs: deps.recordDeadlineMs ?? RECORD_DEADLINE_MS,
     onRetry: (err, n) =>
       n === 1 && deps.logger.warn({ deliveryId, attempt, err: (err as Error).message }, "recording attempt; retrying"),
-  });
+  }).finally(() => released);
   if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
 
   if (nextAttemptAt) {
@@ -156,6 +143,45 @@ export async function attemptDelivery(
   const type = verdict.ok ? "delivery.succeeded" : "delivery.dead";
   await deps.events?.({ type, accountId: d.accountId, deliveryId: d.id, emailId: d.emailId });
   return verdict.ok ? { outcome: "delivered", attempt } : { outcome: "dead", attempt };
+}
+
+/**
+ * A slot of the endpoint for the claimed attempt. Without one the claim is given back, so the
+ * attempt is due again at once (a claim left behind would only delay it until its lease ends).
+ */
+async function acquireOrUnclaim(deps: DispatchDeps, d: ClaimedDelivery, holder: string, leaseMs: number) {
+  const slots = deps.slots as EndpointSlots;
+  let ok: boolean;
+  try {
+    ok = await slots.acquire(d.endpointId, holder, leaseMs);
+  } catch (err) {
+    await unclaimDelivery(deps.prisma, d).catch(() => undefined);
+    throw err;
+  }
+  if (!ok) await unclaimDelivery(deps.prisma, d).catch(() => undefined);
+  return ok;
+}
+
+/** Why a delivery could not be claimed, from the row as it is now (the rare path: one more statement). */
+async function whyNotClaimed(
+  deps: DispatchDeps,
+  deliveryId: string,
+  expectedAttempt: number | undefined,
+  at: Date,
+): Promise<AttemptOutcome> {
+  const d = await loadDelivery(deps.prisma, deliveryId);
+  if (!d) return { outcome: "skipped", reason: "delivery not found" };
+  if (d.status === "delivered" || d.status === "dead") return { outcome: "skipped", reason: `already ${d.status}` };
+  // Email destinations (mailto:) are forwarded over SMTP by the outbound-sender, not posted here.
+  if (d.endpoint.type === "email") return { outcome: "skipped", reason: "email destination (outbound-sender)" };
+  const next = d.attemptCount + 1;
+  if (expectedAttempt !== undefined && expectedAttempt !== next) {
+    return { outcome: "skipped", reason: `stale job for attempt ${expectedAttempt}; next is ${next}` };
+  }
+  if (!d.endpoint.active) return { outcome: "paused" };
+  // Not yet due, or claimed by another worker (its lease): run again then. A row that changed between
+  // the two statements is simply looked at again shortly.
+  return { outcome: "early", nextAttemptAt: d.nextAttemptAt ?? new Date(at.getTime() + EARLY_TOLERANCE_MS) };
 }
 
 /** The job of attempt `n`: its id dedupes re-enqueues by the sweeper or a restarted process. */

@@ -11,6 +11,11 @@ export type EndpointSlots = {
   release(endpointId: string, holder: string): Promise<void>;
 };
 
+/** The Redis semaphore also renews a lease that changed hands in one process (createLocalSlots). */
+export type RedisEndpointSlots = EndpointSlots & {
+  renew(endpointId: string, member: string, leaseMs: number): Promise<void>;
+};
+
 const ACQUIRE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -25,7 +30,17 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 return 1
 `;
 
-export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit: number }): EndpointSlots {
+/** Renews a lease that is still held; one that ran out stays gone (its slot may be someone else's now). */
+const RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1
+`;
+
+export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit: number }): RedisEndpointSlots {
   const key = (endpointId: string) => `${opts.prefix}:endpoint-slots:${endpointId}`;
   return {
     async acquire(endpointId, holder, leaseMs) {
@@ -35,99 +50,119 @@ export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit:
     async release(endpointId, holder) {
       await redis.zrem(key(endpointId), holder);
     },
+    async renew(endpointId, member, leaseMs) {
+      await redis.eval(RENEW, 1, key(endpointId), Math.ceil(leaseMs), member);
+    },
   };
 }
 
 /**
  * In front of the Redis slots: a job that finds its endpoint busy while this process holds some of
- * that endpoint's slots waits here for one of them to be released (at most `maxWaiters` jobs per
- * endpoint, each at most `maxWaitMs`), instead of going back to the queue and being loaded again
- * a second later. Waiters are served in order; a newcomer queues behind them rather than barging.
- * The Redis semaphore stays the authority across processes: a woken waiter still asks it.
+ * that endpoint's slots waits here (at most `maxWaiters` jobs per endpoint, each at most `maxWaitMs`)
+ * instead of going back to the queue and being claimed again a second later. A released slot is
+ * handed straight to the first waiter — the Redis lease changes hands without a round trip — and
+ * goes back to Redis only when nobody here waits for it. The Redis semaphore stays the authority
+ * across processes: every slot in use is one of its leases.
+ *
+ * A handed-over lease is renewed (not awaited) once less than half of it is left: the renewal lands
+ * long before the lease could run out. Should it fail (Redis away), a long attempt may outlive the
+ * lease and another process may run one attempt above the limit for a while; no delivery is affected.
  */
 export type LocalSlots = EndpointSlots & {
   /** True when a job for this endpoint would neither get a slot nor a place to wait here. */
   saturated(endpointId: string): boolean;
 };
 
-type Local = { inFlight: number; waiters: (() => void)[] };
+/** A Redis lease held here: its member name in the sorted set and when it runs out (this clock). */
+type Lease = { member: string; expiresAt: number };
+/** A job waiting here; release moves the lease into `held` under its holder before waking it. */
+type Waiter = { holder: string; wake: (lease: Lease) => void };
+type Local = { held: Map<string, Lease>; waiters: Waiter[] };
 
 export function createLocalSlots(
-  inner: EndpointSlots,
-  opts: { limit: number; maxWaiters: number; maxWaitMs: number },
+  inner: EndpointSlots & Partial<Pick<RedisEndpointSlots, "renew">>,
+  opts: { limit: number; maxWaiters: number; maxWaitMs: number; onError?: (err: Error) => void },
 ): LocalSlots {
   const locals = new Map<string, Local>();
   const local = (id: string): Local => {
     let l = locals.get(id);
     if (!l) {
-      l = { inFlight: 0, waiters: [] };
+      l = { held: new Map(), waiters: [] };
       locals.set(id, l);
     }
     return l;
   };
   const forget = (id: string, l: Local) => {
-    if (l.inFlight === 0 && l.waiters.length === 0) locals.delete(id);
+    if (l.held.size === 0 && l.waiters.length === 0) locals.delete(id);
   };
-  /** Resolves true when woken by a release, false when the wait ran out. */
-  const wait = (l: Local, ms: number) =>
-    new Promise<boolean>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        resolve(true);
+  /** The handed-over lease, or null when the wait ran out. */
+  const wait = (l: Local, holder: string, ms: number) =>
+    new Promise<Lease | null>((resolve) => {
+      const waiter: Waiter = {
+        holder,
+        wake: (lease) => {
+          clearTimeout(timer);
+          resolve(lease);
+        },
       };
       const timer = setTimeout(() => {
-        const i = l.waiters.indexOf(wake);
+        const i = l.waiters.indexOf(waiter);
         if (i >= 0) l.waiters.splice(i, 1);
-        resolve(false);
+        resolve(null);
       }, ms);
-      l.waiters.push(wake);
+      l.waiters.push(waiter);
     });
 
   return {
     saturated(endpointId) {
       const l = locals.get(endpointId);
-      return !!l && l.inFlight >= opts.limit && l.waiters.length >= opts.maxWaiters;
+      return !!l && l.held.size >= opts.limit && l.waiters.length >= opts.maxWaiters;
     },
     async acquire(endpointId, holder, leaseMs) {
       const l = local(endpointId);
-      const deadline = Date.now() + opts.maxWaitMs;
-      // Behind earlier waiters, or at the limit already: wait for a release from this process.
-      let mustWait = l.waiters.length > 0 || l.inFlight >= opts.limit;
-      for (;;) {
-        if (mustWait) {
-          const left = deadline - Date.now();
-          if (l.inFlight === 0 || l.waiters.length >= opts.maxWaiters || left <= 0 || !(await wait(l, left))) {
-            forget(endpointId, l);
-            return false;
-          }
-        }
-        let ok = false;
+      // Nobody waiting here and room under the limit: ask Redis (other processes may hold the rest).
+      if (l.waiters.length === 0 && l.held.size < opts.limit) {
+        let ok: boolean;
         try {
           ok = await inner.acquire(endpointId, holder, leaseMs);
         } catch (err) {
-          l.waiters.shift()?.(); // pass the turn on
           forget(endpointId, l);
           throw err;
         }
         if (ok) {
-          l.inFlight++;
+          l.held.set(holder, { member: holder, expiresAt: Date.now() + leaseMs });
           return true;
         }
-        // Busy in Redis: another process holds the rest. Wait only if a release here is coming.
-        mustWait = true;
       }
+      // Wait only for a slot this process will release.
+      if (l.held.size === 0 || l.waiters.length >= opts.maxWaiters) {
+        forget(endpointId, l);
+        return false;
+      }
+      const lease = await wait(l, holder, opts.maxWaitMs);
+      if (!lease) {
+        forget(endpointId, l);
+        return false;
+      }
+      if (inner.renew && lease.expiresAt - Date.now() < leaseMs / 2) {
+        lease.expiresAt = Date.now() + leaseMs;
+        inner.renew(endpointId, lease.member, leaseMs).catch((err) => opts.onError?.(err as Error));
+      }
+      return true;
     },
     async release(endpointId, holder) {
-      try {
-        await inner.release(endpointId, holder);
-      } finally {
-        const l = locals.get(endpointId);
-        if (l) {
-          l.inFlight = Math.max(0, l.inFlight - 1);
-          l.waiters.shift()?.();
-          forget(endpointId, l);
-        }
+      const l = locals.get(endpointId);
+      const lease = l?.held.get(holder);
+      if (!l || !lease) return inner.release(endpointId, holder);
+      l.held.delete(holder);
+      const next = l.waiters.shift();
+      if (next) {
+        l.held.set(next.holder, lease);
+        next.wake(lease);
+        return;
       }
+      forget(endpointId, l);
+      await inner.release(endpointId, lease.member);
     },
   };
 }

@@ -2,12 +2,12 @@ import type { AttachmentRow, EmailRow } from "@mailroom/core";
 import { newId, type PrismaClient, poolOf } from "@mailroom/db";
 
 /**
- * The dispatcher's three statements per attempt — load, claim, record — each one round trip. Prisma's
- * nested findUnique took five (delivery, endpoint, email, attachments, domain) and the record's
- * interactive transaction four (BEGIN, UPDATE, INSERT, COMMIT); at a few hundred deliveries a second
- * those round trips were most of the dispatcher's time. They run on node-postgres directly (the pool
- * under Prisma, as blobs.ts does): Prisma's per-statement overhead was the dispatcher's largest CPU
- * cost in the profile.
+ * The dispatcher's two statements per attempt — claim (with everything the request needs) and
+ * record — each one round trip. Prisma's nested findUnique took five (delivery, endpoint, email,
+ * attachments, domain), the claim one more and the record's interactive transaction four (BEGIN,
+ * UPDATE, INSERT, COMMIT): a job waits on every round trip in turn, so on a loaded machine they were
+ * most of a delivery's time. They run on node-postgres directly (the pool under Prisma, as blobs.ts
+ * does): Prisma's per-statement overhead was the dispatcher's largest CPU cost in the profile.
  */
 
 export type LoadedDelivery = {
@@ -34,6 +34,9 @@ export type LoadedDelivery = {
   email: EmailRow & { recipient: string | null; attachments: AttachmentRow[]; domain: { domain: string } | null };
 };
 
+/** A delivery claimed for its next attempt: `nextAttemptAt` is the lease, `previousNextAttemptAt` what it replaced. */
+export type ClaimedDelivery = LoadedDelivery & { nextAttemptAt: Date; previousNextAttemptAt: Date | null };
+
 type Row = Omit<LoadedDelivery, "endpoint" | "email"> & {
   ep_type: string;
   ep_url: string;
@@ -47,10 +50,8 @@ type Row = Omit<LoadedDelivery, "endpoint" | "email"> & {
   attachments: AttachmentRow[];
 } & { [K in keyof EmailRow as `e_${K & string}`]: EmailRow[K] } & { e_recipient: string | null };
 
-/** The delivery with its endpoint, email, attachments and domain, in one statement. */
-export async function loadDelivery(prisma: PrismaClient, id: string): Promise<LoadedDelivery | null> {
-  const { rows } = await poolOf(prisma).query<Row>(
-    `
+/** The delivery `d` (a table or a CTE) with its endpoint, email, attachments and domain. */
+const selectLoaded = (from: string, extra = "") => `
     SELECT d."id", d."accountId", d."emailId", d."endpointId", d."status", d."attemptCount", d."maxAttempts",
            d."attemptBase", d."nextAttemptAt", d."createdAt",
            ep."type" AS "ep_type", ep."url" AS "ep_url", ep."headers" AS "ep_headers",
@@ -63,19 +64,75 @@ export async function loadDelivery(prisma: PrismaClient, id: string): Promise<Lo
            e."spfVerdict" AS "e_spfVerdict", e."dkimVerdict" AS "e_dkimVerdict", e."dmarcVerdict" AS "e_dmarcVerdict",
            e."receivedAt" AS "e_receivedAt", e."sanitized" AS "e_sanitized", e."sendStatus" AS "e_sendStatus",
            e."sendAttempts" AS "e_sendAttempts", e."sendLastReply" AS "e_sendLastReply", e."sentAt" AS "e_sentAt",
-           e."recipient" AS "e_recipient", dom."domain" AS "domain",
+           e."recipient" AS "e_recipient", dom."domain" AS "domain"${extra},
            coalesce((SELECT json_agg(json_build_object('index', a."index", 'filename', a."filename",
                                      'contentType', a."contentType", 'size', a."size", 'stored', a."stored"))
                        FROM "attachments" a WHERE a."emailId" = e."id"), '[]'::json) AS "attachments"
-      FROM "deliveries" d
+      FROM ${from} d
       JOIN "endpoints" ep ON ep."id" = d."endpointId"
       JOIN "emails" e ON e."id" = d."emailId"
       LEFT JOIN "domains" dom ON dom."id" = e."domainId"
-     WHERE d."id" = $1`,
-    [id],
+     WHERE d."id" = $1`;
+
+/** The delivery as it is, whatever its state: to tell why it could not be claimed. */
+export async function loadDelivery(prisma: PrismaClient, id: string): Promise<LoadedDelivery | null> {
+  const { rows } = await poolOf(prisma).query<Row>(selectLoaded(`"deliveries"`), [id]);
+  const r = rows[0];
+  return r ? fromRow(r) : null;
+}
+
+/**
+ * Claims the delivery's next attempt and loads it, in one statement: only if it is pending or
+ * retrying, on an active HTTP endpoint, due by `dueBy`, and (with `expectedCount`) still at that
+ * attempt count. nextAttemptAt moves to a lease of the endpoint's timeout plus `leaseMarginMs` from
+ * `now`; the row lock (FOR UPDATE, re-checked after a concurrent update) makes two claimers of one
+ * attempt exclusive. Null: not claimable now; `loadDelivery` says why.
+ */
+export async function claimDelivery(
+  prisma: PrismaClient,
+  id: string,
+  opts: { expectedCount?: number; dueBy: Date; now: Date; leaseMarginMs: number },
+): Promise<ClaimedDelivery | null> {
+  const { rows } = await poolOf(prisma).query<Row & { previousNextAttemptAt: Date | null }>(
+    `
+    WITH due AS (
+      SELECT d."id", d."nextAttemptAt", ep."timeoutSeconds"
+        FROM "deliveries" d
+        JOIN "endpoints" ep ON ep."id" = d."endpointId"
+       WHERE d."id" = $1 AND d."status" IN ('pending', 'retrying') AND ($2::int IS NULL OR d."attemptCount" = $2::int)
+         AND ep."active" AND ep."type" <> 'email' AND (d."nextAttemptAt" IS NULL OR d."nextAttemptAt" <= $3)
+         FOR UPDATE OF d
+    ), claimed AS (
+      UPDATE "deliveries" d
+         SET "nextAttemptAt" = $4::timestamptz + (due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond',
+             "updatedAt" = now()
+        FROM due
+       WHERE d."id" = due."id"
+      RETURNING d.*, due."nextAttemptAt" AS "previousNextAttemptAt"
+    )
+    ${selectLoaded("claimed", `, d."previousNextAttemptAt"`)}`,
+    [id, opts.expectedCount ?? null, opts.dueBy, opts.now, opts.leaseMarginMs],
   );
   const r = rows[0];
-  if (!r) return null;
+  return r
+    ? { ...fromRow(r), nextAttemptAt: r.nextAttemptAt as Date, previousNextAttemptAt: r.previousNextAttemptAt }
+    : null;
+}
+
+/**
+ * Gives a claim back unused (the endpoint had no free slot): nextAttemptAt returns to what it was,
+ * if the row still holds this claim's lease. A claim not given back (crash, Postgres away) only
+ * holds the attempt until its lease ends; then the job or the sweeper makes it.
+ */
+export async function unclaimDelivery(prisma: PrismaClient, d: ClaimedDelivery): Promise<void> {
+  await poolOf(prisma).query(
+    `UPDATE "deliveries" SET "nextAttemptAt" = $1, "updatedAt" = now()
+      WHERE "id" = $2 AND "attemptCount" = $3 AND "status" IN ('pending', 'retrying') AND "nextAttemptAt" = $4`,
+    [d.previousNextAttemptAt, d.id, d.attemptCount, d.nextAttemptAt],
+  );
+}
+
+function fromRow(r: Row): LoadedDelivery {
   return {
     id: r.id,
     accountId: r.accountId,
@@ -124,23 +181,6 @@ export async function loadDelivery(prisma: PrismaClient, id: string): Promise<Lo
       domain: r.domain === null ? null : { domain: r.domain },
     },
   };
-}
-
-/**
- * Claims attempt `attemptCount + 1`: moves nextAttemptAt to the end of a lease, only if the row is
- * still exactly as loaded. False: another worker claimed or recorded it first.
- */
-export async function claimAttempt(
-  prisma: PrismaClient,
-  d: Pick<LoadedDelivery, "id" | "attemptCount" | "status" | "nextAttemptAt">,
-  leaseUntil: Date,
-): Promise<boolean> {
-  const { rowCount } = await poolOf(prisma).query(
-    `UPDATE "deliveries" SET "nextAttemptAt" = $1, "updatedAt" = now()
-      WHERE "id" = $2 AND "attemptCount" = $3 AND "status" = $4 AND "nextAttemptAt" IS NOT DISTINCT FROM $5::timestamptz`,
-    [leaseUntil, d.id, d.attemptCount, d.status, d.nextAttemptAt],
-  );
-  return rowCount === 1;
 }
 
 export type AttemptRecord = {

@@ -2,7 +2,8 @@ import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/
 import { createWorker, type Worker } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 import { attemptDelivery, attemptOfJobId, type DispatchDeps } from "./dispatch.ts";
-import { createEndpointSlots, createLocalSlots } from "./slots.ts";
+import { createParking } from "./parking.ts";
+import { createEndpointSlots, createLocalSlots, type EndpointSlots } from "./slots.ts";
 import { sweepOverdueDeliveries } from "./sweeper.ts";
 
 export type Dispatcher = { worker: Worker; sweep(): Promise<number>; close(): Promise<void> };
@@ -14,8 +15,13 @@ export type DispatcherOptions = DispatchDeps & {
   concurrency: number;
   /** Attempts in flight to one endpoint, across every dispatcher process (default 4). */
   endpointConcurrency?: number;
-  /** How long a job waits before asking again for a slot of a busy endpoint (default 1 s). */
+  /**
+   * How long a job waits before asking again for a slot of a busy endpoint: at least this (default
+   * 1 s, jittered), longer when a line of jobs for the endpoint is parked ahead of it (parking.ts).
+   */
   busyRetryMs?: number;
+  /** The longest a job parked for a busy endpoint waits before asking again (default 30 s). */
+  busyRetryMaxMs?: number;
   /**
    * How long a job may wait in its worker slot for a slot of its endpoint that this process is
    * about to release (default 1 s); at most `endpointConcurrency` jobs wait per endpoint.
@@ -44,13 +50,23 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   const limit = opts.endpointConcurrency ?? 4;
   const slots = createLocalSlots(
     opts.slots ?? createEndpointSlots(opts.slotsRedis ?? opts.connection, { prefix: opts.prefix, limit }),
-    { limit, maxWaiters: limit, maxWaitMs: opts.endpointWaitMs ?? 1_000 },
+    {
+      limit,
+      maxWaiters: limit,
+      maxWaitMs: opts.endpointWaitMs ?? 1_000,
+      onError: (err) => opts.logger.warn({ err: err.message }, "renewing an endpoint slot failed"),
+    },
   );
-  const deps: DispatchDeps = { ...opts, slots };
   const busyRetryMs = opts.busyRetryMs ?? 1_000;
-  // Deliveries sent back because their endpoint was busy, with that endpoint: when the job comes
-  // back and the endpoint is still saturated here, it goes back again without being loaded.
-  const busyEndpoint = new Map<string, string>();
+  const parking = createParking({ minMs: busyRetryMs, maxMs: Math.max(busyRetryMs, opts.busyRetryMaxMs ?? 30_000) });
+  const pacedSlots: EndpointSlots = {
+    acquire: (endpointId, holder, leaseMs) => slots.acquire(endpointId, holder, leaseMs),
+    release: (endpointId, holder) => {
+      parking.finished(endpointId);
+      return slots.release(endpointId, holder);
+    },
+  };
+  const deps: DispatchDeps = { ...opts, slots: pacedSlots };
   const worker = createWorker(
     "delivery",
     async ({ deliveryId }, job) => {
@@ -60,13 +76,11 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
         await job.moveToDelayed(at, job.token);
         throw new MovedToDelayed(`delivery ${deliveryId}: ${why}`);
       };
-      const busyAt = () => Date.now() + busyRetryMs * (0.5 + Math.random());
-      const known = busyEndpoint.get(deliveryId);
-      busyEndpoint.delete(deliveryId);
-      if (known && slots.saturated(known)) {
-        busyEndpoint.set(deliveryId, known);
-        return later(busyAt(), "busy");
-      }
+      const park = (endpointId: string) => later(Date.now() + parking.park(deliveryId, endpointId), "busy");
+      // Parked before and its endpoint still has neither a slot nor a place to wait here: park again
+      // without claiming it.
+      const known = parking.take(deliveryId);
+      if (known && slots.saturated(known)) return park(known);
       const started = process.hrtime.bigint();
       const r = await attemptDelivery(deps, deliveryId, {
         expectedAttempt: attemptOfJobId(job.id),
@@ -75,11 +89,7 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       if (r.outcome === "delivered" || r.outcome === "retrying" || r.outcome === "dead") {
         opts.metrics?.attempt("webhook", r.outcome, secondsSince(started));
       }
-      if (r.outcome === "busy") {
-        busyEndpoint.set(deliveryId, r.endpointId);
-        if (busyEndpoint.size > 10_000) busyEndpoint.delete(busyEndpoint.keys().next().value as string);
-        return later(busyAt(), "busy");
-      }
+      if (r.outcome === "busy") return park(r.endpointId);
       if (r.outcome === "early") return later(r.nextAttemptAt.getTime(), "early");
       if (r.outcome !== "skipped" || !r.reason.startsWith("stale")) {
         // A dead delivery needs someone to look at it (and maybe replay it): warn.
