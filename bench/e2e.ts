@@ -38,6 +38,10 @@ const env = await benchEnv(BENCH);
 const dns = await startDnsServer();
 // Real senders publish TTLs of minutes; the server's default of 0 would forbid any cache.
 (dns as DnsServer & { setTtl?: (s: number) => void }).setTtl?.(300);
+// …and their NXDOMAIN answers carry an SOA, as real authoritative servers' do: DMARC's tree walk
+// asks `_dmarc.` of every parent domain, and without an SOA those answers may not be cached, so
+// the slow-resolver run would measure four uncached lookups per message that real mail never costs.
+dns.setNegativeTtl(300);
 const receiver = await startReceiver();
 try {
   const d = await seedDomain(env.prisma, DOMAIN, { plan: "scale" });
