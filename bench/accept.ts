@@ -115,7 +115,7 @@ try {
   for (const kb of [10, 100]) {
     for (const connections of [1, 20]) {
       for (const [gen, drive] of Object.entries(generators)) {
-        const count = Math.round((connections === 1 ? 150 : 400) * (kb === 100 ? 0.6 : 1) * scale);
+        const count = Math.round((connections === 1 ? 300 : 800) * (kb === 100 ? 0.6 : 1) * scale);
         const results = await interleave<R>(
           rounds,
           contenders.map((c) => ({
