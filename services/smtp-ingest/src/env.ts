@@ -9,6 +9,8 @@ export const ingestEnvSchema = z
     SMTP_HOST: z.string().default("0.0.0.0"),
     /** Name we give in the banner and EHLO. */
     SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),
+    /** A verified domain whose account receives bare `RCPT TO:<postmaster>`; default SMTP_HOSTNAME. */
+    SMTP_POSTMASTER_DOMAIN: z.string().min(1).optional(),
     MAX_MESSAGE_BYTES: z.coerce.number().int().positive().default(26_214_400),
     MAX_RECIPIENTS: z.coerce.number().int().positive().default(100),
     SMTP_TLS_CERT: z.string().optional(),

@@ -42,6 +42,7 @@ try {
     queue,
     logger,
     hostname: env.SMTP_HOSTNAME,
+    ...(env.SMTP_POSTMASTER_DOMAIN ? { postmasterDomain: env.SMTP_POSTMASTER_DOMAIN } : {}),
     maxMessageBytes: env.MAX_MESSAGE_BYTES,
     maxRecipients: env.MAX_RECIPIENTS,
     socketTimeoutMs: env.SMTP_SOCKET_TIMEOUT_MS,

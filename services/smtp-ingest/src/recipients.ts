@@ -1,5 +1,6 @@
 import { monthKey, planLimits } from "@mailroom/core";
 import { monthlyReceivedSql, type Queryable } from "@mailroom/db";
+import { isPostmaster } from "./postmaster.ts";
 
 /** Where an accepted recipient goes, and the allotment its account had at RCPT (null: none). */
 export type Route = {
@@ -44,7 +45,10 @@ export async function decideRecipient(db: Queryable, rcpt: string, now = new Dat
   const address = rows.find((a) => a.localPart === localPart) ?? rows.find((a) => a.localPart === candidates[1]);
 
   if (address && !address.active) return reject(550, "5.2.1", "Recipient address rejected: mailbox disabled");
-  if (!address && !domain.catchAllEnabled) return reject(550, "5.1.1", "Recipient address rejected: no such user");
+  // postmaster is accepted for every domain we host (RFC 5321 §4.5.1), stored for its account.
+  if (!address && !domain.catchAllEnabled && !isPostmaster(localPart)) {
+    return reject(550, "5.1.1", "Recipient address rejected: no such user");
+  }
 
   // A first look: the exact check is made when the message is counted at DATA (usage.ts).
   const allotment = planLimits(domain.plan).monthlyAllotment;
@@ -102,4 +106,3 @@ const LOOKUP = `
     JOIN accounts acc ON acc.id = d."accountId"
     LEFT JOIN addresses a ON a."domainId" = d.id AND a."localPart" = ANY($2::text[])
    WHERE d.domain = $1`;
-

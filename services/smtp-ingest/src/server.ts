@@ -1,13 +1,14 @@
 import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { Registry } from "@mailroom/observability";
+import { dependencyErrors, Registry } from "@mailroom/observability";
 import type { Queue } from "@mailroom/queues";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
 import { type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
 import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
 import { unknownParameter } from "./esmtp-params.ts";
-import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { observeIngest } from "./metrics.ts";
+import { qualifyPostmaster } from "./postmaster.ts";
+import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { spoolMessage } from "./spool.ts";
 import { OverAllotment } from "./usage.ts";
@@ -26,6 +27,8 @@ export type IngestOptions = {
   closeTimeoutMs?: number;
   /** Longest a connection may stay open, however busy (the idle limit is socketTimeoutMs). */
   connectionTimeoutMs?: number;
+  /** Whose postmaster a bare `RCPT TO:<postmaster>` is (default: hostname); see postmaster.ts. */
+  postmasterDomain?: string;
   /** Slow-client defences beyond the caps above (defaults: connection-guard.ts defaultPolicy). */
   policy?: Partial<Omit<ConnectionPolicy, "maxConnections" | "maxPerIp" | "lifetimeMs">>;
   /** DATA streaming: memory budget across connections and slice size (default: receive.ts). */
@@ -82,14 +85,20 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
       if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
       const bad = unknownParameter("RCPT", address.args);
       if (bad) return cb(bad);
-      decideRecipient(poolOf(prisma), address.address).then(
+      const rcpt = qualifyPostmaster(address.address, opts.postmasterDomain ?? opts.hostname);
+      decideRecipient(poolOf(prisma), rcpt).then(
         (d) => {
-          if (!d.ok) return cb(smtpError(d.code, d.enhanced, d.message));
+          if (!d.ok) {
+            if (rcpt !== address.address)
+              logger.warn({ rcpt }, "bare postmaster refused: its domain is not hosted here");
+            return cb(smtpError(d.code, d.enhanced, d.message));
+          }
           address.route = d.route;
           cb();
         },
         (err) => {
-          logger.warn({ err }, "recipient lookup failed");
+          // Rate-limited: with Postgres down every RCPT of every session lands here.
+          dependencyErrors(logger).report("postgres", err, { source: "recipient lookup" });
           cb(smtpError(451, "4.3.0", "Temporary failure, try again later"));
         },
       );

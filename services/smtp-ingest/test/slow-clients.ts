@@ -7,6 +7,8 @@ export type RawClient = {
   write(text: string): void;
   /** The first reply line (seen so far or to come) matching `match`. */
   next(match: RegExp): Promise<string>;
+  /** The next final reply line (`NNN text`) after the one the previous call returned: one command at a time. */
+  reply(): Promise<string>;
   closed: Promise<void>;
   isClosed(): boolean;
 };
@@ -14,7 +16,8 @@ export type RawClient = {
 export function rawClient(port: number, localAddress = "127.0.0.1"): RawClient {
   const socket = net.connect({ port, host: "127.0.0.1", localAddress });
   const lines: string[] = [];
-  const waiters: { match: RegExp; resolve: (l: string) => void }[] = [];
+  const waiters: { match: (line: string, index: number) => boolean; resolve: (l: string) => void }[] = [];
+  let replied = 0; // lines before this index were returned by reply() or skipped by it
   let buf = "";
   let isClosed = false;
   const closed = new Promise<void>((r) =>
@@ -31,12 +34,18 @@ export function rawClient(port: number, localAddress = "127.0.0.1"): RawClient {
       buf = buf.slice(i + 2);
       lines.push(line);
       for (const w of [...waiters]) {
-        if (!w.match.test(line)) continue;
+        if (!w.match(line, lines.length - 1)) continue;
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve(line);
       }
     }
   });
+  const first = (match: (line: string, index: number) => boolean) =>
+    new Promise<string>((resolve) => {
+      const seen = lines.findIndex(match);
+      if (seen >= 0) return resolve(lines[seen] as string);
+      waiters.push({ match, resolve });
+    });
   return {
     socket,
     lines,
@@ -45,12 +54,19 @@ export function rawClient(port: number, localAddress = "127.0.0.1"): RawClient {
     write: (text) => {
       if (!socket.destroyed) socket.write(text);
     },
-    next: (match) =>
-      new Promise<string>((resolve) => {
-        const seen = lines.find((l) => match.test(l));
-        if (seen) return resolve(seen);
-        waiters.push({ match, resolve });
-      }),
+    next: (match) => first((l) => match.test(l)),
+    reply: () => {
+      let at = 0;
+      const final = (l: string, i: number) => {
+        if (i < replied || !/^\d{3} /.test(l)) return false;
+        at = i;
+        return true;
+      };
+      return first(final).then((l) => {
+        replied = at + 1;
+        return l;
+      });
+    },
   };
 }
 
