@@ -383,8 +383,14 @@ describe("REST resources: domains, addresses, endpoints, account", () => {
         plan: "free",
         limits: { shieldRules: 3, monthlyAllotment: 3000 },
         usage: { month, received: 42, remaining: 2958, shieldRules: 0 },
+        retentionDays: 30,
         createdAt: expect.any(String),
       });
+      // Retention is the operator's to set (admin CLI); "forever" shows as null.
+      await stack.admin("accounts", "set-retention", "--account", a.accountId, "--days", "forever");
+      expect((await a.api("GET", `${V}/account`)).body).toMatchObject({ retentionDays: null });
+      await stack.admin("accounts", "set-retention", "--account", a.accountId, "--days", "90");
+      expect((await a.api("GET", `${V}/account`)).body).toMatchObject({ retentionDays: 90 });
       await stack.admin("accounts", "set-plan", "--account", a.accountId, "--plan", "scale");
       const s = await a.api("GET", `${V}/account`);
       expect(s.body).toMatchObject({ plan: "scale", limits: { shieldRules: 200, monthlyAllotment: 1_000_000 } });

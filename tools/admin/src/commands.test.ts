@@ -34,6 +34,20 @@ describe("admin CLI commands", () => {
     });
   });
 
+  it("keeps a new account's mail 30 days unless told otherwise, and changes or lifts the retention", async () => {
+    const acc = await ok("accounts", "create", "--name", "Kept");
+    expect(acc.retentionDays).toBe(30);
+    const week = await ok("accounts", "create", "--name", "Week", "--retention-days", "7");
+    expect((await prisma.account.findUniqueOrThrow({ where: { id: String(week.id) } })).retentionDays).toBe(7);
+    expect(await ok("accounts", "set-retention", "--account", String(acc.id), "--days", "forever")).toEqual({
+      id: acc.id,
+      retentionDays: null,
+    });
+    expect(await ok("accounts", "show", "--account", String(acc.id))).toMatchObject({ retentionDays: null });
+    await ok("accounts", "set-retention", "--account", String(acc.id), "--days", "365");
+    expect((await prisma.account.findUniqueOrThrow({ where: { id: String(acc.id) } })).retentionDays).toBe(365);
+  });
+
   it("prints a key once, stores only its hash, defaults to read-only, and revokes", async () => {
     const acc = await ok("accounts", "create", "--name", "Keys");
     const k = await ok("keys", "create", "--account", String(acc.id));
@@ -72,6 +86,11 @@ describe("admin CLI commands", () => {
     [["accounts", "create", "--name", "x", "--plna", "scale"], "unknown option '--plna'"],
     [["accounts", "set-plan", "--account", "acc_missing", "--plan", "scale"], "account acc_missing not found"],
     [["accounts", "show", "--account", "acc_missing"], "account acc_missing not found"],
+    [["accounts", "set-retention", "--account", "acc_missing", "--days", "30"], "account acc_missing not found"],
+    [["accounts", "set-retention", "--account", "acc_x", "--days", "0"], 'from 1 to 3650, or "forever"'],
+    [["accounts", "set-retention", "--account", "acc_x", "--days", "1.5"], "from 1 to 3650"],
+    [["accounts", "set-retention", "--account", "acc_x"], "required option '--days <days>' not specified"],
+    [["accounts", "create", "--name", "x", "--retention-days", "never"], "from 1 to 3650"],
     [["keys", "create", "--account", "acc_missing"], "not found"],
     [["keys", "create", "--account", "acc_x", "--scope", "admin"], "Allowed choices are read, full"],
     [["keys", "revoke", "--key", "key_missing"], "not found"],

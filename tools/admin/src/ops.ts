@@ -13,9 +13,25 @@ export type Row = Record<string, unknown>;
 
 const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
 
-export async function createAccount(prisma: PrismaClient, name: string, plan: PlanName = DEFAULT_ADMIN_PLAN) {
-  const a = await prisma.account.create({ data: { id: newId("account"), name, plan } });
-  return { id: a.id, name: a.name, plan: a.plan, createdAt: a.createdAt.toISOString() };
+/** What a new account keeps (the column's default too); an operator may choose 1–3650 days or forever. */
+export const DEFAULT_RETENTION_DAYS = 30;
+export const MAX_RETENTION_DAYS = 3650;
+
+export async function createAccount(
+  prisma: PrismaClient,
+  name: string,
+  plan: PlanName = DEFAULT_ADMIN_PLAN,
+  retentionDays: number | null = DEFAULT_RETENTION_DAYS,
+) {
+  const a = await prisma.account.create({ data: { id: newId("account"), name, plan, retentionDays } });
+  return { id: a.id, name: a.name, plan: a.plan, retentionDays: a.retentionDays, createdAt: a.createdAt.toISOString() };
+}
+
+/** null keeps the account's mail forever; a number lets the retention pass delete older mail. */
+export async function setRetention(prisma: PrismaClient, id: string, retentionDays: number | null) {
+  const r = await prisma.account.updateMany({ where: { id }, data: { retentionDays } });
+  if (r.count === 0) throw new AdminError(`account ${id} not found`);
+  return { id, retentionDays };
 }
 
 export async function setPlan(prisma: PrismaClient, id: string, plan: PlanName) {
@@ -55,6 +71,7 @@ export async function showAccount(prisma: PrismaClient, id: string): Promise<Row
     monthlyAllotment: limitValue(limits.monthlyAllotment),
     month,
     receivedThisMonth: await monthlyReceived(prisma, id, month),
+    retentionDays: a.retentionDays,
     domains: a._count.domains,
     keys: a._count.apiKeys,
     endpoints: a._count.endpoints,

@@ -1,6 +1,6 @@
 import { DEFAULT_ADMIN_PLAN, PLAN_NAMES, type PlanName } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { record, table } from "./format.ts";
 import * as ops from "./ops.ts";
 import { AdminError, type Row } from "./ops.ts";
@@ -49,16 +49,33 @@ function buildProgram(getPrisma: () => PrismaClient, io: Io, done: (output: Outp
       "selfhosted: no rule cap or allotment; free and scale: for operators who sell plans",
     ).choices(PLAN_NAMES);
   const str = (v: unknown) => v as string;
+  // commander turns a parser's null into "", so "forever" stays a word until the action maps it.
+  const retention = (flags: string) =>
+    new Option(flags, `days mail is kept (1–${ops.MAX_RETENTION_DAYS}), or "forever"`).argParser(
+      (v): number | "forever" => {
+        if (v === "forever") return v;
+        const days = Number(v);
+        if (!Number.isInteger(days) || days < 1 || days > ops.MAX_RETENTION_DAYS)
+          throw new InvalidArgumentError(`a whole number of days from 1 to ${ops.MAX_RETENTION_DAYS}, or "forever"`);
+        return days;
+      },
+    );
+  const days = (v: unknown): number | null => (v === "forever" ? null : (v as number));
 
   const accounts = program.command("accounts").description("accounts and their plans");
   leaf(accounts, "create", "create an account")
     .requiredOption("--name <name>", "display name")
     .addOption(plan().default(DEFAULT_ADMIN_PLAN))
-    .action(one((o) => ops.createAccount(getPrisma(), str(o.name), o.plan as PlanName)));
+    .addOption(retention("--retention-days <days>").default(ops.DEFAULT_RETENTION_DAYS))
+    .action(one((o) => ops.createAccount(getPrisma(), str(o.name), o.plan as PlanName, days(o.retentionDays))));
   leaf(accounts, "set-plan", "change an account's plan (lifts or sets its rule cap and monthly allotment)")
     .requiredOption("--account <id>", "account id (acc_…)")
     .addOption(plan().makeOptionMandatory())
     .action(one((o) => ops.setPlan(getPrisma(), str(o.account), o.plan as PlanName)));
+  leaf(accounts, "set-retention", "change how long an account's mail is kept (older mail is deleted)")
+    .requiredOption("--account <id>", "account id (acc_…)")
+    .addOption(retention("--days <days>").makeOptionMandatory())
+    .action(one((o) => ops.setRetention(getPrisma(), str(o.account), days(o.days))));
   leaf(accounts, "list", "list every account").action(list(() => ops.listAccounts(getPrisma())));
   leaf(accounts, "show", "one account: plan, limits, this month's usage, counts")
     .requiredOption("--account <id>", "account id (acc_…)")

@@ -565,6 +565,8 @@ export interface components {
             name: string;
             /** @description selfhosted | free | scale */
             plan: string;
+            /** @description mail older than this many days is deleted (emails, raw MIME, attachments, blocks, deliveries); null: kept forever */
+            retentionDays: number | null;
             usage: {
                 /** @description YYYY-MM (UTC) */
                 month: string;

@@ -135,6 +135,13 @@ export const accountSchema = z
       remaining: z.number().int().nullable().describe("null when the plan has no allotment"),
       shieldRules: z.number().int(),
     }),
+    retentionDays: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "mail older than this many days is deleted (emails, raw MIME, attachments, blocks, deliveries); null: kept forever",
+      ),
     createdAt: timestamp,
   })
   .meta({ id: "Account" });

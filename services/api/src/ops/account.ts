@@ -23,6 +23,7 @@ export async function getAccount(ctx: OpsContext, accountId: string, now = new D
       remaining: limitValue(Math.max(0, limits.monthlyAllotment - received)),
       shieldRules: rules,
     },
+    retentionDays: account.retentionDays,
     createdAt: account.createdAt.toISOString(),
   };
 }
