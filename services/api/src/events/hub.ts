@@ -1,4 +1,5 @@
 import type { Logger } from "@mailroom/log";
+import { dependencyErrors } from "@mailroom/observability";
 import { eventChannel, eventStreamKey, type PublishedEvent, parsePublishedEvent } from "@mailroom/queues";
 import type { Redis } from "ioredis";
 
@@ -47,7 +48,8 @@ export function createEventHub(
   // re-subscribing by itself after a reconnect. No command timeout (ioredis treats 0 as "time out
   // at once"): SUBSCRIBE simply waits in the offline queue until Redis is back.
   const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
-  sub.on("error", (err: Error) => logger.warn({ err: err.message }, "event subscriber: redis error"));
+  // Rate-limited with the process's other Redis errors: it reconnects in a loop while Redis is down.
+  sub.on("error", (err: Error) => dependencyErrors(logger).report("redis", err, { source: "event subscriber" }));
   let closed = false;
   let subscribed: Promise<void> | undefined;
   let everReady = false;
