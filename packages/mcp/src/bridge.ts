@@ -11,7 +11,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { MCP_INSTRUCTIONS, MCP_SERVER_NAME, MCP_SERVER_VERSION } from "./info.ts";
@@ -118,17 +117,4 @@ export function createBridge(env: BridgeEnv): Server {
     }
   });
   return server;
-}
-
-export async function main(): Promise<void> {
-  let env: BridgeEnv;
-  try {
-    env = loadBridgeEnv(process.env);
-  } catch (err) {
-    process.stderr.write(`mailroom-mcp: ${(err as Error).message}\n`);
-    process.exit(2);
-  }
-  const server = createBridge(env);
-  await server.connect(new StdioServerTransport());
-  process.stderr.write(`mailroom-mcp: serving the tools of ${env.mcpUrl.href} on stdio\n`);
 }
