@@ -99,5 +99,14 @@ describe("strippedText end to end", () => {
       await stack.prisma.email.update({ where: { id }, data: { strippedText: null } });
       expect((await acct.api("GET", `/api/v1/emails/${id}`)).body.strippedText).toBe(c.stripped);
     }
+
+    // A delivery (here a replay) sends the stored value; the dispatcher does not recompute it.
+    const first = bodies[0];
+    await stack.prisma.email.update({ where: { id: first.data.email.id }, data: { strippedText: "as stored" } });
+    expect((await acct.api("POST", `/api/v1/deliveries/${first.id}/retry`)).status).toBe(200);
+    await waitFor(() => receiver.requests.length > cases.length || null, { what: "the replay", timeoutMs: 120_000 });
+    expect(JSON.parse(receiver.requests[cases.length]!.body.toString("utf8")).data.email.strippedText).toBe(
+      "as stored",
+    );
   }, 180_000);
 });
