@@ -14,6 +14,7 @@ export async function startApiProcess(env: TestEnv, port?: number): Promise<ApiP
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH ?? "",
+      HEALTH_PORT: "0",
       DATABASE_URL: env.databaseUrl,
       REDIS_URL: env.redisUrl,
       REDIS_PREFIX: env.redisPrefix,

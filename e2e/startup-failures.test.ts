@@ -22,6 +22,7 @@ function runToExit(service: string, env: Record<string, string>): Promise<Exit> 
     cwd: root,
     env: {
       PATH: process.env.PATH ?? "",
+      HEALTH_PORT: "0",
       LOG_LEVEL: "info",
       SMTP_RELAY_URL: "smtp://127.0.0.1:2",
       STARTUP_TIMEOUT_MS: "1500",

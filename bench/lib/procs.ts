@@ -19,7 +19,8 @@ export function startNode(name: string, script: string, env: Record<string, stri
 }
 
 export const startService = (service: string, env: Record<string, string>): Proc =>
-  startNode(service, `services/${service}/src/main.ts`, { LOG_LEVEL: "warn", ...env });
+  // HEALTH_PORT 0: an ephemeral health/metrics port, so benches never collide with a running stack.
+  startNode(service, `services/${service}/src/main.ts`, { LOG_LEVEL: "warn", HEALTH_PORT: "0", ...env });
 
 export function startProcess(name: string, cmd: string, args: string[], env: Record<string, string>): Proc {
   const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });

@@ -3,7 +3,7 @@ import { z } from "zod";
 /**
  * The health/metrics port of a service (GET /healthz, /readyz, /metrics). Each service has its own
  * default so that all six can run on one machine (`npm start`); 0 binds an ephemeral port (tests),
- * which the service names in its start-up log line. Kubernetes sets HEALTH_PORT=9464 in every pod.
+ * which the service logs at debug level. Kubernetes sets HEALTH_PORT=9464 in every pod.
  */
 export const healthEnv = (defaultPort: number) => ({
   HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).default(defaultPort),

@@ -47,7 +47,8 @@ export async function startObservability(
   });
   installed.set(logger, errors);
   const server = await startHealthServer({ registry, health, port, host });
-  logger.info(
+  // debug: a service that cannot start says so in one line (item 5); the port is in its settings.
+  logger.debug(
     { host, port: server.port },
     `health and metrics on http://${host}:${server.port} (/healthz /readyz /metrics)`,
   );

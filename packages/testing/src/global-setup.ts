@@ -33,6 +33,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.MAILROOM_TEST_PG = databaseUrl;
   process.env.MAILROOM_TEST_TEMPLATE = template;
   process.env.MAILROOM_TEST_REDIS = redisUrl;
+  // Service processes spawned by tests get an ephemeral health/metrics port unless a test picks one:
+  // the per-service defaults (9464…) would collide between test files running at once.
+  process.env.HEALTH_PORT ??= "0";
 }
 
 /**
