@@ -20,34 +20,31 @@ export function registerQueueMetrics(registry: Registry, queues: Queue[], timeou
     const ageMs = job ? Math.max(0, now() - (job.timestamp + (job.delay ?? 0))) : 0;
     return { counts, ageSeconds: ageMs / 1000 };
   };
-  const scrapeErrors = new Gauge({
-    name: "mailroom_queue_scrape_errors",
-    help: "1 when the last scrape could not read the queue from Redis (its depth series are then absent)",
-    labelNames: ["queue"],
-    registers: [registry],
-  });
-  // One Redis read per queue per scrape, shared by both gauges.
-  let pending: Promise<Awaited<ReturnType<typeof read>> | null>[] | null = null;
+  // One Redis read per queue per scrape, shared by the three gauges (prom-client collects them together).
+  let pending: Promise<(Awaited<ReturnType<typeof read>> | null)[]> | null = null;
   const snapshot = () => {
-    pending ??= queues.map((q) =>
-      read(q).then(
-        (r) => {
-          scrapeErrors.set({ queue: q.name }, 0);
-          return r;
-        },
-        () => {
-          scrapeErrors.set({ queue: q.name }, 1);
-          return null;
-        },
-      ),
-    );
-    const current = pending;
-    void Promise.all(current).then(() => {
-      if (pending === current) pending = null;
-    });
-    return Promise.all(current);
+    if (!pending) {
+      const current = Promise.all(queues.map((q) => read(q).catch(() => null)));
+      pending = current;
+      void current.then(() => {
+        if (pending === current) pending = null;
+      });
+    }
+    return pending;
   };
 
+  new Gauge({
+    name: "mailroom_queue_scrape_errors",
+    help: "1 when this scrape could not read the queue from Redis (its depth series are then absent)",
+    labelNames: ["queue"],
+    registers: [registry],
+    async collect() {
+      const results = await snapshot();
+      queues.forEach((q, i) => {
+        this.set({ queue: q.name }, results[i] ? 0 : 1);
+      });
+    },
+  });
   new Gauge({
     name: "mailroom_queue_jobs",
     help: "Jobs in a queue by state",
