@@ -1,8 +1,10 @@
 // bench:dispatch — deliveries per second from the webhook-dispatcher process (its main.ts, default
 // settings) to a fast local receiver, against a bare `got` loop POSTing the same bodies at the same
 // concurrency; then the same deliveries with a second endpoint beside them that hangs (answers after
-// its timeout) or answers 500, to show what a bad endpoint costs the healthy one.
-// Run: npm run -s bench:dispatch [-- --deliveries 1000 --rounds 3 --concurrency 16]
+// its timeout) or answers 500, to show what a bad endpoint costs the healthy one. Also the got loop at
+// the per-endpoint limit's concurrency (what one endpoint may get at once), and the CPU time per
+// delivery of the dispatcher process against the bench process's (got loop and receiver) per request.
+// Run: npm run -s bench:dispatch [-- --deliveries 1000 --rounds 3 --concurrency 16 --endpoint-concurrency 4]
 import { performance } from "node:perf_hooks";
 import { newId } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
@@ -12,7 +14,7 @@ import { seedDomain, seedEndpoint } from "../services/smtp-ingest/test/harness.t
 import { enqueueAttempt } from "../services/webhook-dispatcher/src/dispatch.ts";
 import { benchEnv } from "./lib/env.ts";
 import { interleave, medianOf } from "./lib/interleave.ts";
-import { memoryMB, startService, stopAll } from "./lib/procs.ts";
+import { memoryMB, startService, stopAll, treeCpuMs } from "./lib/procs.ts";
 import { footer, header, load, ratio, table } from "./lib/report.ts";
 import { copyRows, EMAIL_COLUMNS, emailRows } from "./lib/seed.ts";
 import { flags } from "./lib/stats.ts";
@@ -22,11 +24,14 @@ const f = flags();
 const N = f.num("deliveries", 1000);
 const rounds = f.num("rounds", 3);
 const concurrency = f.num("concurrency", 16);
+const endpointConcurrency = f.num("endpoint-concurrency", 4); // the dispatcher's default
 
 header(
   BENCH,
-  `${N} deliveries per trial, dispatcher concurrency ${concurrency} (default endpoint concurrency), ${rounds} rounds`,
+  `${N} deliveries per trial, dispatcher concurrency ${concurrency}, endpoint concurrency ${endpointConcurrency}, ${rounds} rounds`,
 );
+/** A trial's deliveries (or requests) per second, and CPU ms per delivery of the process doing them. */
+type Result = { rate: number; cpuMs: number };
 
 const env = await benchEnv(BENCH);
 const receivers: Receiver[] = [];
@@ -54,6 +59,7 @@ try {
     ...env.serviceEnv,
     ALLOW_PRIVATE_DESTINATIONS: "true",
     DISPATCHER_CONCURRENCY: String(concurrency),
+    DISPATCHER_ENDPOINT_CONCURRENCY: String(endpointConcurrency),
   });
 
   let emailNo = 0;
@@ -100,27 +106,31 @@ try {
   };
 
   /** The dispatcher's rate to the healthy endpoint, with `badKind` deliveries beside it (as many). */
-  async function dispatcherTrial(badKind: "none" | "hang" | "500"): Promise<number> {
+  async function dispatcherTrial(badKind: "none" | "hang" | "500"): Promise<Result> {
     healthy.requests.length = 0;
     bad.requests.length = 0;
     bad.respond(() => (badKind === "hang" ? { status: 200, delayMs: 30_000 } : { status: 500, body: "no" }));
     const good = await deliveries(N, goodEp);
     const other = badKind === "none" ? [] : await deliveries(N, badEp);
     // Interleaved, as mail for both endpoints would arrive.
+    const cpu0 = treeCpuMs(dispatcher.pid);
     await enqueue(good.flatMap((id, k) => (other[k] ? [id, other[k] as string] : [id])));
     await waitFor(healthy, N);
+    // Beside a bad endpoint the process also works on its deliveries: CPU per delivery only alone.
+    const cpuMs = (treeCpuMs(dispatcher.pid) - cpu0) / N;
     const rate = rateOf(healthy);
     // Retire the bad endpoint's deliveries so that their retries do not run into later trials.
     if (other.length) await env.pool.query(`UPDATE deliveries SET status = 'dead' WHERE "endpointId" = $1`, [badEp]);
-    return rate;
+    return { rate, cpuMs };
   }
 
-  /** The floor: got POSTing a real webhook body as often, at the same concurrency. */
-  async function gotTrial(body: Buffer): Promise<number> {
+  /** The floor: got POSTing a real webhook body as often, at `parallel` concurrency. */
+  async function gotTrial(body: Buffer, parallel: number): Promise<Result> {
     let next = 0;
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     await Promise.all(
-      Array.from({ length: concurrency }, async () => {
+      Array.from({ length: parallel }, async () => {
         while (next++ < N) {
           await got.post(`${healthy.url}/hook`, {
             body,
@@ -131,7 +141,8 @@ try {
         }
       }),
     );
-    return N / ((performance.now() - t0) / 1000);
+    const cpu = process.cpuUsage(cpu0);
+    return { rate: N / ((performance.now() - t0) / 1000), cpuMs: (cpu.user + cpu.system) / 1000 / N };
   }
 
   // Warm-up, which also gives the got loop a real payload to send.
@@ -139,28 +150,38 @@ try {
   const gotBody = healthy.requests[0]?.body ?? Buffer.from("{}");
   console.log(`webhook body: ${gotBody.length} bytes — ${load()}`);
 
-  const results = await interleave<number>(
+  const results = await interleave<Result>(
     rounds,
     [
       { name: "dispatcher", run: () => dispatcherTrial("none") },
-      { name: "got loop", run: () => gotTrial(gotBody) },
+      { name: "got loop", run: () => gotTrial(gotBody, concurrency) },
+      { name: "got loop at the endpoint limit", run: () => gotTrial(gotBody, endpointConcurrency) },
       { name: "dispatcher + hanging endpoint", run: () => dispatcherTrial("hang") },
       { name: "dispatcher + 500 endpoint", run: () => dispatcherTrial("500") },
     ],
-    (name, round, r) => console.log(`round ${round + 1} ${name}: ${r.toFixed(1)}/s — ${load()}`),
+    (name, round, r) => console.log(`round ${round + 1} ${name}: ${r.rate.toFixed(1)}/s — ${load()}`),
   );
-  const med = (name: string) => medianOf(results.get(name), (r) => r);
+  const med = (name: string) => medianOf(results.get(name), (r) => r.rate);
+  const cpu = (name: string) => medianOf(results.get(name), (r) => r.cpuMs).toFixed(2);
   const alone = med("dispatcher");
   const floor = med("got loop");
+  const atLimit = med("got loop at the endpoint limit");
   console.log("\nDeliveries per second to the healthy endpoint, medians of the rounds");
   table(
-    ["run", "deliveries/s", "÷ got loop", "healthy endpoint's drop"],
+    ["run", "deliveries/s", "÷ got loop", "healthy endpoint's drop", "CPU ms per delivery"],
     [
-      ["dispatcher (alone)", alone, ratio(alone, floor), "–"],
-      [`bare got loop, concurrency ${concurrency}`, floor, "1.00×", "–"],
+      ["dispatcher (alone)", alone, ratio(alone, floor), "–", `${cpu("dispatcher")} (dispatcher process)`],
+      [`bare got loop, concurrency ${concurrency}`, floor, "1.00×", "–", `${cpu("got loop")} (got + receiver)`],
+      [
+        `bare got loop, concurrency ${endpointConcurrency} (the endpoint limit)`,
+        atLimit,
+        ratio(atLimit, floor),
+        "–",
+        `${cpu("got loop at the endpoint limit")} (got + receiver)`,
+      ],
       ...(["hanging", "500"] as const).map((k) => {
         const r = med(`dispatcher + ${k} endpoint`);
-        return [`dispatcher + ${k} endpoint`, r, ratio(r, floor), `${(100 * (1 - r / alone)).toFixed(1)} %`];
+        return [`dispatcher + ${k} endpoint`, r, ratio(r, floor), `${(100 * (1 - r / alone)).toFixed(1)} %`, "–"];
       }),
     ],
   );

@@ -1,57 +1,64 @@
 import { createParking } from "./parking.ts";
 
-/** A clock the test moves, and jitter fixed at 1× (random 0.5). */
+/** A clock the test moves, jitter fixed at 1× (random 0.5), 4 slots per endpoint. */
 function clocked() {
   let t = 1_000_000;
-  const parking = createParking({ minMs: 1_000, maxMs: 30_000, now: () => t, random: () => 0.5 });
-  return { parking, advance: (ms: number) => (t += ms) };
+  const parking = createParking({ slots: 4, minMs: 1_000, maxMs: 30_000, now: () => t, random: () => 0.5 });
+  const advance = (ms: number) => {
+    t += ms;
+  };
+  /** `n` attempts to `ep` that took `ms` each. */
+  const attempts = (ep: string, n: number, ms: number) => {
+    for (let i = 0; i < n; i++) {
+      parking.started(ep, `h${i}`);
+      advance(ms);
+      parking.finished(ep, `h${i}`);
+    }
+  };
+  return { parking, advance, attempts };
 }
 
 describe("parking a job for a busy endpoint", () => {
-  it("without a recent pace: the minimum delay, as before", () => {
+  it("knowing nothing of the endpoint yet: the minimum delay, as before", () => {
     const { parking } = clocked();
     expect(parking.park("d1", "ep")).toBe(1_000);
     expect(parking.park("d2", "ep")).toBe(1_000);
   });
 
-  it("behind a line: about when its turn comes at the endpoint's pace, capped", () => {
-    const { parking, advance } = clocked();
-    for (let i = 0; i < 32; i++) {
-      parking.finished("ep"); // one attempt finished every 10 ms: 100 a second
-      advance(10);
-    }
-    // 500 already parked, at 100 a second: the next one's turn is 5 s away.
+  it("behind a line: about when its turn comes (4 slots, recent attempt time), capped", () => {
+    const { parking, attempts } = clocked();
+    attempts("ep", 10, 40); // 40 ms each, 4 at a time: 100 a second
     for (let i = 0; i < 500; i++) parking.park(`d${i}`, "ep");
-    expect(parking.park("late", "ep")).toBe(5_000);
-    // A line longer than 30 s is capped there.
+    expect(parking.park("late", "ep")).toBe(5_000); // 500 ahead at 100 a second
     for (let i = 500; i < 5_000; i++) parking.park(`d${i}`, "ep");
-    expect(parking.park("later", "ep")).toBe(30_000);
-    // Another endpoint has its own line (and no pace yet).
-    expect(parking.park("other", "ep2")).toBe(1_000);
+    expect(parking.park("later", "ep")).toBe(30_000); // a longer line is capped
+    expect(parking.park("other", "ep2")).toBe(1_000); // another endpoint: its own line, no measure
+  });
+
+  it("an endpoint that starts to hang is seen from the attempt still in flight", () => {
+    const { parking, attempts, advance } = clocked();
+    attempts("ep", 10, 4); // fast so far
+    parking.started("ep", "stuck");
+    advance(8_000); // one attempt has been running for 8 s
+    for (let i = 0; i < 3; i++) parking.park(`d${i}`, "ep");
+    expect(parking.park("next", "ep")).toBe(6_000); // 3 ahead, 4 slots, 8 s each
   });
 
   it("a job that comes back leaves the line and says which endpoint it was parked for", () => {
-    const { parking, advance } = clocked();
-    for (let i = 0; i < 3; i++) {
-      parking.finished("ep");
-      advance(100);
-    }
+    const { parking, attempts } = clocked();
+    attempts("ep", 3, 100);
     parking.park("a", "ep");
     parking.park("b", "ep");
     expect(parking.take("a")).toBe("ep");
     expect(parking.take("a")).toBeUndefined();
-    // One (b) ahead at 10 a second: 100 ms, raised to the 1 s minimum.
-    expect(parking.park("c", "ep")).toBe(1_000);
+    expect(parking.park("c", "ep")).toBe(1_000); // one ahead: 25 ms, raised to the minimum
   });
 
-  it("a pace that is no longer recent is not used, and jobs that never came back drop out of the line", () => {
-    const { parking, advance } = clocked();
-    for (let i = 0; i < 32; i++) {
-      parking.finished("ep");
-      advance(10);
-    }
+  it("jobs that never came back drop out of the line once overdue", () => {
+    const { parking, attempts, advance } = clocked();
+    attempts("ep", 4, 40);
     for (let i = 0; i < 200; i++) parking.park(`d${i}`, "ep");
-    advance(60_000); // nothing finished for a minute; the 200 went to another process
+    advance(60_000); // the 200 went to another process
     expect(parking.park("next", "ep")).toBe(1_000);
     expect(parking.take("d0")).toBeUndefined();
   });

@@ -1,32 +1,39 @@
 /**
  * When a job comes back after its endpoint was busy. A fixed ~1 s sent every job of a backlog for one
  * endpoint round the queue once a second (1,000 queued deliveries: ~1,000 fetches and re-delays a
- * second, each as costly as a delivery) while only the endpoint's few slots made progress. Here a
- * job is put in line behind the jobs already parked for its endpoint and comes back about when its
- * turn is due, at the pace this process has been finishing that endpoint's attempts: a backlog goes
- * round about once, and a hanging endpoint's jobs wait up to `maxMs` between looks instead of 1 s.
- * Without a recent pace (nothing finished lately) the delay is `minMs`, as before, with jitter.
+ * second, each nearly as costly as a delivery) while only the endpoint's few slots made progress.
+ * Here a job is put in line behind the jobs already parked for its endpoint and comes back about
+ * when its turn is due: the endpoint serves `slots` attempts at a time, each taking about as long as
+ * its recent attempts did — or as long as the oldest one still in flight has been running, so an
+ * endpoint that just started to hang is seen at once. A backlog goes round about once, and a hanging
+ * endpoint's jobs look again every `maxMs` instead of every second. Without any measure yet the
+ * delay is `minMs`, as before; always with jitter.
  *
- * This only decides when a job asks again; it never makes an attempt or uses one, so retries,
- * backoff and the per-endpoint limit are unchanged. It is per process and forgets: a job another
- * process takes, or one that never comes back, drops out of the line once it is overdue.
+ * This only decides when a job asks again; it never makes or uses an attempt, so retries, backoff
+ * and the per-endpoint limit are unchanged. It is per process and forgets: a job another process
+ * takes, or one that never comes back, drops out of the line once it is overdue.
  */
 export type Parking = {
   /** Parks `deliveryId` for `endpointId`: the delay (ms) until it should ask again. */
   park(deliveryId: string, endpointId: string): number;
   /** The endpoint `deliveryId` was parked for, if it was (it leaves the line). */
   take(deliveryId: string): string | undefined;
-  /** One attempt to `endpointId` finished (its slot was released). */
-  finished(endpointId: string): void;
+  /** An attempt to `endpointId` got its slot (`holder` names it until it finishes). */
+  started(endpointId: string, holder: string): void;
+  /** That attempt finished (its slot was released). */
+  finished(endpointId: string, holder: string): void;
 };
 
-/** Finish times kept per endpoint for its pace, and how many endpoints' paces are kept. */
-const PACE_WINDOW = 32;
-const MAX_PACES = 10_000;
+/** Weight of the newest attempt in an endpoint's average attempt time. */
+const SMOOTHING = 0.2;
+/** Endpoints whose average is kept (the least recently finished are dropped beyond it). */
+const MAX_AVERAGES = 10_000;
 /** Beyond this many parked jobs every line is pruned, not only the one being joined. */
 const MAX_PARKED = 50_000;
 
 export function createParking(opts: {
+  /** Attempts one endpoint may have in flight (DISPATCHER_ENDPOINT_CONCURRENCY). */
+  slots: number;
   minMs: number;
   maxMs: number;
   now?: () => number;
@@ -34,20 +41,12 @@ export function createParking(opts: {
 }): Parking {
   const now = opts.now ?? Date.now;
   const random = opts.random ?? Math.random;
-  /** Per endpoint: parked deliveries with when they are due back, and recent finish times. */
+  /** Per endpoint: parked deliveries with when they are due back. */
   const lines = new Map<string, Map<string, number>>();
-  const paces = new Map<string, number[]>();
   const parkedFor = new Map<string, string>();
-
-  /** Finishes per ms over the window, if the last one is recent enough to say anything. */
-  const paceOf = (endpointId: string, t: number): number | null => {
-    const times = paces.get(endpointId);
-    if (!times || times.length < 2) return null;
-    const first = times[0] as number;
-    const last = times[times.length - 1] as number;
-    if (t - last > opts.maxMs || last === first) return null;
-    return (times.length - 1) / (last - first);
-  };
+  /** Per endpoint: attempts in flight (holder → start) and the average attempt time (ms). */
+  const inFlight = new Map<string, Map<string, number>>();
+  const averages = new Map<string, number>();
 
   const take = (deliveryId: string): string | undefined => {
     const endpointId = parkedFor.get(deliveryId);
@@ -57,6 +56,13 @@ export function createParking(opts: {
     line?.delete(deliveryId);
     if (line?.size === 0) lines.delete(endpointId);
     return endpointId;
+  };
+
+  /** How long an attempt to the endpoint takes now, as far as this process can tell (0: no idea). */
+  const attemptMs = (endpointId: string, t: number): number => {
+    let oldest = t;
+    for (const start of inFlight.get(endpointId)?.values() ?? []) oldest = Math.min(oldest, start);
+    return Math.max(averages.get(endpointId) ?? 0, t - oldest);
   };
 
   return {
@@ -70,27 +76,40 @@ export function createParking(opts: {
         lines.set(endpointId, line);
       }
       // Jobs overdue by more than maxMs went elsewhere (another process, removed): out of the line.
-      for (const l of parkedFor.size > MAX_PARKED ? lines.values() : [line]) {
+      for (const l of parkedFor.size > MAX_PARKED ? [...lines.values()] : [line]) {
         for (const [id, due] of l) {
           if (due + opts.maxMs < t) take(id);
         }
       }
-      const pace = paceOf(endpointId, t);
-      const inLine = pace === null ? opts.minMs : line.size / pace;
+      const ms = attemptMs(endpointId, t);
+      const turn = ms === 0 ? opts.minMs : (line.size * ms) / opts.slots;
       const jitter = 0.5 + random(); // spreads jobs parked together
-      const delay = Math.round(Math.min(opts.maxMs, Math.max(opts.minMs, inLine) * jitter));
+      const delay = Math.round(Math.min(opts.maxMs, Math.max(opts.minMs, turn) * jitter));
       line.set(deliveryId, t + delay);
+      lines.set(endpointId, line); // a prune may have dropped the emptied line from the map
       parkedFor.set(deliveryId, endpointId);
       return delay;
     },
-    finished(endpointId) {
-      const times = paces.get(endpointId) ?? [];
+    started(endpointId, holder) {
+      let attempts = inFlight.get(endpointId);
+      if (!attempts) {
+        attempts = new Map();
+        inFlight.set(endpointId, attempts);
+      }
+      attempts.set(holder, now());
+    },
+    finished(endpointId, holder) {
+      const attempts = inFlight.get(endpointId);
+      const start = attempts?.get(holder);
+      if (!attempts || start === undefined) return;
+      attempts.delete(holder);
+      if (attempts.size === 0) inFlight.delete(endpointId);
+      const ms = now() - start;
+      const avg = averages.get(endpointId);
       // Re-inserted: the map's order is then least recently finished first, the one to drop.
-      paces.delete(endpointId);
-      paces.set(endpointId, times);
-      times.push(now());
-      if (times.length > PACE_WINDOW) times.shift();
-      if (paces.size > MAX_PACES) paces.delete(paces.keys().next().value as string);
+      averages.delete(endpointId);
+      averages.set(endpointId, avg === undefined ? ms : avg + SMOOTHING * (ms - avg));
+      if (averages.size > MAX_AVERAGES) averages.delete(averages.keys().next().value as string);
     },
   };
 }

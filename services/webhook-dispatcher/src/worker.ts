@@ -1,6 +1,6 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
+import type { Redis } from "@mailroom/queues";
 import { createWorker, type Worker } from "@mailroom/queues";
-import type { Redis } from "ioredis";
 import { attemptDelivery, attemptOfJobId, type DispatchDeps } from "./dispatch.ts";
 import { createParking } from "./parking.ts";
 import { createEndpointSlots, createLocalSlots, type EndpointSlots } from "./slots.ts";
@@ -58,11 +58,20 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     },
   );
   const busyRetryMs = opts.busyRetryMs ?? 1_000;
-  const parking = createParking({ minMs: busyRetryMs, maxMs: Math.max(busyRetryMs, opts.busyRetryMaxMs ?? 30_000) });
+  const parking = createParking({
+    slots: limit,
+    minMs: busyRetryMs,
+    maxMs: Math.max(busyRetryMs, opts.busyRetryMaxMs ?? 30_000),
+  });
+  // The slots as the attempts see them, timing each attempt for the parking's pace.
   const pacedSlots: EndpointSlots = {
-    acquire: (endpointId, holder, leaseMs) => slots.acquire(endpointId, holder, leaseMs),
-    release: (endpointId, holder) => {
-      parking.finished(endpointId);
+    async acquire(endpointId, holder, leaseMs) {
+      const ok = await slots.acquire(endpointId, holder, leaseMs);
+      if (ok) parking.started(endpointId, holder);
+      return ok;
+    },
+    release(endpointId, holder) {
+      parking.finished(endpointId, holder);
       return slots.release(endpointId, holder);
     },
   };
