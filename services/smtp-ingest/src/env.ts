@@ -1,5 +1,6 @@
-import { commonEnv, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
+import { parseCidr } from "./cidr.ts";
 
 export const ingestEnvSchema = z
   .object({
@@ -11,6 +12,21 @@ export const ingestEnvSchema = z
     SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),
     /** A verified domain whose account receives bare `RCPT TO:<postmaster>`; default SMTP_HOSTNAME. */
     SMTP_POSTMASTER_DOMAIN: z.string().min(1).optional(),
+    /** Behind a load balancer: every connection starts with a PROXY protocol v1/v2 header (issue 16). */
+    SMTP_PROXY_PROTOCOL: envBoolean(false),
+    /** Comma-separated CIDRs (or addresses) of the proxies; anyone else is refused while PROXY is on. */
+    SMTP_PROXY_TRUSTED_CIDRS: z
+      .string()
+      .optional()
+      .transform((v) =>
+        (v ?? "")
+          .split(",")
+          .map((c) => c.trim())
+          .filter(Boolean),
+      )
+      .refine((list) => list.every((c) => parseCidr(c)), {
+        message: "expected comma-separated CIDRs like 10.0.0.0/8,fd00::/8",
+      }),
     MAX_MESSAGE_BYTES: z.coerce.number().int().positive().default(26_214_400),
     MAX_RECIPIENTS: z.coerce.number().int().positive().default(100),
     SMTP_TLS_CERT: z.string().optional(),
@@ -44,6 +60,10 @@ export const ingestEnvSchema = z
     DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(20),
     /** Slices of an unfinished message idle this long (left by a crash) are purged. */
     SPOOL_STAGING_TTL_MS: z.coerce.number().int().positive().default(3_600_000),
+  })
+  .refine((e) => !e.SMTP_PROXY_PROTOCOL || e.SMTP_PROXY_TRUSTED_CIDRS.length > 0, {
+    message: "SMTP_PROXY_PROTOCOL=true needs SMTP_PROXY_TRUSTED_CIDRS (the load balancer's addresses)",
+    path: ["SMTP_PROXY_TRUSTED_CIDRS"],
   })
   .refine((e) => Boolean(e.SMTP_TLS_CERT) === Boolean(e.SMTP_TLS_KEY), {
     message: "SMTP_TLS_CERT and SMTP_TLS_KEY must be set together",

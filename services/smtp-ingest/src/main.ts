@@ -43,6 +43,7 @@ try {
     logger,
     hostname: env.SMTP_HOSTNAME,
     ...(env.SMTP_POSTMASTER_DOMAIN ? { postmasterDomain: env.SMTP_POSTMASTER_DOMAIN } : {}),
+    ...(env.SMTP_PROXY_PROTOCOL ? { proxyProtocol: { trustedCidrs: env.SMTP_PROXY_TRUSTED_CIDRS } } : {}),
     maxMessageBytes: env.MAX_MESSAGE_BYTES,
     maxRecipients: env.MAX_RECIPIENTS,
     socketTimeoutMs: env.SMTP_SOCKET_TIMEOUT_MS,

@@ -7,7 +7,7 @@ import { isIPv4, isIPv6 } from "node:net";
  * strips the IPv4-mapped prefix (`::ffff:a.b.c.d`) from remote addresses.
  */
 export function networkOf(address: string): string {
-  const ip = address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "");
+  const ip = unmapIPv4(address);
   if (isIPv4(ip)) return `${ip.split(".").slice(0, 3).join(".")}.0/24`;
   if (isIPv6(ip)) return `${expandIPv6(ip).slice(0, 4).join(":")}::/64`;
   return ip; // not an IP (a Unix socket, a test double): its own network
@@ -27,3 +27,6 @@ function expandIPv6(ip: string): string[] {
   const fill = tail === undefined ? [] : Array(8 - left.length - right.length).fill("0");
   return [...left, ...fill, ...right].map((h) => Number.parseInt(h, 16).toString(16));
 }
+
+/** `::ffff:a.b.c.d` (how a dual-stack listener reports an IPv4 peer) as `a.b.c.d`; others unchanged. */
+export const unmapIPv4 = (address: string): string => address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "");

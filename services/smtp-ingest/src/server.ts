@@ -8,6 +8,7 @@ import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
 import { unknownParameter } from "./esmtp-params.ts";
 import { observeIngest } from "./metrics.ts";
 import { qualifyPostmaster } from "./postmaster.ts";
+import { acceptProxyProtocol } from "./proxy-accept.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { spoolMessage } from "./spool.ts";
@@ -29,6 +30,8 @@ export type IngestOptions = {
   connectionTimeoutMs?: number;
   /** Whose postmaster a bare `RCPT TO:<postmaster>` is (default: hostname); see postmaster.ts. */
   postmasterDomain?: string;
+  /** PROXY protocol v1/v2 required on every connection, accepted only from these peers (proxy-accept.ts). */
+  proxyProtocol?: { trustedCidrs: string[] };
   /** Slow-client defences beyond the caps above (defaults: connection-guard.ts defaultPolicy). */
   policy?: Partial<Omit<ConnectionPolicy, "maxConnections" | "maxPerIp" | "lifetimeMs">>;
   /** DATA streaming: memory budget across connections and slice size (default: receive.ts). */
@@ -137,6 +140,7 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
     ...opts.policy,
     lifetimeMs: opts.connectionTimeoutMs ?? 0,
   });
+  if (opts.proxyProtocol) acceptProxyProtocol(server, opts.proxyProtocol.trustedCidrs, logger);
 
   async function accept(session: SMTPServerSession, body: ReceivedBody): Promise<string> {
     const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));

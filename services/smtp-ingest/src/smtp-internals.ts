@@ -84,3 +84,17 @@ export function installConnectionHooks(server: SMTPServer, h: ConnectionHooks): 
 /** The open connections of a server (smtp-server's own set). */
 export const connectionsOf = (server: SMTPServer): Set<LiveConnection> =>
   (server as unknown as { connections: Set<LiveConnection> }).connections;
+
+/** What smtp-server's connect() takes from a PROXY reader: the session id and the client behind the proxy. */
+export type ProxiedSocket = { id: string; remoteAddress?: string; remotePort?: number };
+export type ProxyReader = (socket: Socket, done: (err: Error | null, session?: ProxiedSocket) => void) => void;
+
+/**
+ * Replaces smtp-server's PROXY header reader on this server (its `_handleProxy`, v1 only) and makes
+ * every socket wait for it (`_expectsProxyHeader`), so its pre-session guard (maxClients for sockets
+ * without a session, socketTimeout) applies. On an error the reader has closed the socket and
+ * smtp-server does not start a session.
+ */
+export function installProxyHandler(server: SMTPServer, read: ProxyReader): void {
+  Object.assign(server as object, { _expectsProxyHeader: () => true, _handleProxy: read });
+}
