@@ -104,7 +104,10 @@ describe("strippedText end to end", () => {
     const first = bodies[0];
     await stack.prisma.email.update({ where: { id: first.data.email.id }, data: { strippedText: "as stored" } });
     expect((await acct.api("POST", `/api/v1/deliveries/${first.id}/retry`)).status).toBe(200);
-    await waitFor(() => receiver.requests.length > cases.length || null, { what: "the replay", timeoutMs: 120_000 });
+    await waitFor(async () => receiver.requests.length > cases.length || null, {
+      what: "the replay",
+      timeoutMs: 120_000,
+    });
     expect(JSON.parse(receiver.requests[cases.length]!.body.toString("utf8")).data.email.strippedText).toBe(
       "as stored",
     );
