@@ -1,6 +1,8 @@
 // Every deployment the repository ships runs every service under services/, and every Kubernetes
 // object in them — kustomize manifests and the rendered Helm chart — validates against the
 // Kubernetes schemas (kubernetes-models; KEDA's for ScaledObject). Offline: a real `helm template`.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, test } from "@jest/globals";
 import {
   composeServices,
@@ -11,6 +13,7 @@ import {
   lintChart,
   renderChart,
   repoServices,
+  root,
   schemaProblems,
   serviceOfCommand,
 } from "./deploy/manifests.ts";
@@ -43,6 +46,23 @@ test("the schema check rejects what the API server would: a wrong type, a missin
   expect(bad({ selector, template, replicas: "two" })).not.toEqual([]);
   expect(bad({ selector })).not.toEqual([]);
   expect(bad({}, "Widget", "example.com/v1")).toEqual(["Widget x: no schema for example.com/v1/Widget"]);
+});
+
+test("every deployment starts compiled entry points the build emits (node <file>.js, no tsx)", () => {
+  const commands = [
+    ...Object.values(composeServices()).map((s) => s.command ?? []),
+    ...[...kustomizeObjects(), ...renderChart(secret)]
+      .filter((o) => o.kind === "Deployment" || o.kind === "Job")
+      .flatMap((o) => o.spec.template.spec.containers as { command?: string[]; args?: string[] }[])
+      .map((c) => [...(c.command ?? []), ...(c.args ?? [])]),
+  ].filter((argv) => argv[0] === "node" || argv.includes("tsx"));
+  expect(commands.length).toBeGreaterThan(12);
+  for (const argv of commands) {
+    expect(argv).not.toContain("tsx");
+    const entry = argv.find((a) => a.endsWith(".js")) ?? "";
+    // scripts/build.mjs compiles <path>.ts to <path>.js under the same path.
+    expect([entry, existsSync(join(root, entry.replace(/\.js$/, ".ts")))]).toEqual([entry, true]);
+  }
 });
 
 describe("docker-compose.yml", () => {

@@ -6,6 +6,10 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
+// Run from the checkout (this file is .ts, services run through tsx) or from the compiled build in
+// dist/ (start-all.js, services as compiled .js: what scripts/run.sh and the image start).
+const compiled = import.meta.url.endsWith(".js");
+const entry = (name: string) => `services/${name}/src/main.${compiled ? "js" : "ts"}`;
 const SERVICES = [
   "api",
   "smtp-ingest",
@@ -13,7 +17,7 @@ const SERVICES = [
   "webhook-dispatcher",
   "domain-verifier",
   "outbound-sender",
-].filter((s) => existsSync(`${root}/services/${s}/src/main.ts`));
+].filter((s) => existsSync(`${root}/${entry(s)}`));
 
 const children = new Map<string, ChildProcess>();
 let stopping = false;
@@ -27,7 +31,7 @@ function stopAll(signal: NodeJS.Signals) {
 }
 
 for (const name of SERVICES) {
-  const child = spawn(process.execPath, ["--import", "tsx", `services/${name}/src/main.ts`], {
+  const child = spawn(process.execPath, compiled ? [entry(name)] : ["--import", "tsx", entry(name)], {
     cwd: root,
     stdio: "inherit",
     env: process.env,

@@ -27,6 +27,8 @@ export type ParserOptions = {
   threads?: number;
   /** A parse still running after this long is abandoned (its thread is terminated). */
   timeoutMs?: number;
+  /** A thread that parsed a message at least this big is replaced by a fresh one (default 4 MiB). */
+  recycleAfterBytes?: number;
   limits?: Partial<ParseLimits>;
 };
 
@@ -38,7 +40,8 @@ export type Parser = {
 type Slot = { worker: Worker | null; busy: boolean };
 type Waiter = () => void;
 
-const WORKER_URL = new URL("./parse-worker.ts", import.meta.url);
+// Beside this module: parse-worker.ts under tsx, parse-worker.js in the compiled build (dist/).
+const WORKER_URL = new URL(`./parse-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
 
 /**
  * Parses MIME off the event loop: a small pool of worker threads, each one message at a time, with a
@@ -49,6 +52,7 @@ const WORKER_URL = new URL("./parse-worker.ts", import.meta.url);
 export function createParser(opts: ParserOptions = {}): Parser {
   const threads = Math.max(1, opts.threads ?? 2);
   const timeoutMs = opts.timeoutMs ?? 30_000;
+  const recycleAfterBytes = opts.recycleAfterBytes ?? 4 * 1024 * 1024;
   const limits = { ...DEFAULT_PARSE_LIMITS, ...opts.limits };
   const slots: Slot[] = Array.from({ length: threads }, () => ({ worker: null, busy: false }));
   const waiting: Waiter[] = [];
@@ -87,6 +91,12 @@ export function createParser(opts: ParserOptions = {}): Parser {
       const onMessage = (res: WorkerResponse) => {
         if (res.id !== id) return;
         cleanup();
+        // A thread that parsed a big message keeps the heap it grew for it (hundreds of MB for a
+        // 25 MB body) until a GC it may not run for a long time; a fresh thread costs ~50 ms.
+        if (raw.byteLength >= recycleAfterBytes) {
+          slot.worker = null;
+          void worker.terminate();
+        }
         resolve(res);
       };
       const abandon = (error: string) => {
