@@ -1,8 +1,8 @@
 import type { Queue } from "bullmq";
-import type { Redis, RedisOptions } from "ioredis";
+import type { RedisOptions } from "ioredis";
 import type { QueueKey } from "./catalog.ts";
 import { createQueue } from "./queues.ts";
-import { checkEvictionPolicy, createRedis, type RedisRole } from "./redis.ts";
+import { checkEvictionPolicy, createRedis, type RedisClient, type RedisRole } from "./redis.ts";
 
 /** What a service logs through (pino's Logger fits); kept structural so this package needs no logger. */
 export type WarnLogger = { warn(obj: object, msg?: string): void };
@@ -20,9 +20,9 @@ export type RedisConnectionsOptions = {
 
 export type RedisConnections = {
   /** A connection with the role's options (see createRedis) and an error listener from the start. */
-  connect(role: RedisRole, extra?: RedisOptions): Redis;
+  connect(role: RedisRole, extra?: RedisOptions): RedisClient;
   /** A catalog queue on `connection`, whose own errors are reported like the connections'. */
-  queue<K extends QueueKey>(key: K, connection: Redis): Queue;
+  queue<K extends QueueKey>(key: K, connection: RedisClient): Queue;
 };
 
 /**

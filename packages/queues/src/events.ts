@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis.ts";
 
 /**
  * Live events (issue 18): what happened to an account's mail, for `GET /api/v1/events` and the MCP
@@ -35,7 +35,7 @@ export type EventPublisher = (event: MailEvent) => Promise<void>;
  * the mail itself is already committed in Postgres, and an event is a notification, not the record.
  */
 export function createEventPublisher(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   onError: (err: Error, event: MailEvent) => void,
 ): EventPublisher {

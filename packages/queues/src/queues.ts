@@ -1,15 +1,16 @@
 import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker, type WorkerOptions } from "bullmq";
-import type { Redis } from "ioredis";
 import { type Catalog, catalog, type Payload, type QueueKey } from "./catalog.ts";
+import { queuePrefix, type RedisClient } from "./redis.ts";
 
-export type QueueOptions = { connection: Redis; prefix: string };
+/** `prefix` is the deployment's (REDIS_PREFIX); on a cluster each queue adds its hash tag to it. */
+export type QueueOptions = { connection: RedisClient; prefix: string };
 
 /** A producer for one catalog queue. `enqueue` validates the payload before it reaches Redis. */
 export function createQueue<K extends QueueKey>(key: K, opts: QueueOptions): Queue {
   const def = catalog[key];
   return new Queue(def.name, {
     connection: opts.connection,
-    prefix: opts.prefix,
+    prefix: queuePrefix(opts.prefix, def.name, opts.connection),
     defaultJobOptions: def.defaultJobOptions,
   });
 }
@@ -43,6 +44,6 @@ export function createWorker<K extends QueueKey>(
       if (!parsed.success) throw new UnrecoverableError(`invalid ${def.name} payload: ${parsed.error.message}`);
       await handler(parsed.data as Payload<K>, job);
     },
-    { connection, prefix, ...rest },
+    { connection, prefix: queuePrefix(prefix, def.name, connection), ...rest },
   );
 }

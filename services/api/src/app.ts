@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "@mailroom/core";
 import type { Registry } from "@mailroom/observability";
+import type { Redis } from "@mailroom/queues";
 import express, { type Express, type RequestHandler } from "express";
-import type { Redis } from "ioredis";
 import { z } from "zod";
 import { accessLog, routeTemplates } from "./lib/access-log.ts";
 import { authMiddleware } from "./lib/auth.ts";

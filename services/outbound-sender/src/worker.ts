@@ -1,6 +1,6 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
+import type { Redis } from "@mailroom/queues";
 import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
-import type { Redis } from "ioredis";
 import { forwardDue } from "./forward.ts";
 import { attemptSend, type SenderDeps } from "./send.ts";
 import { sweepOutbound } from "./sweeper.ts";

@@ -1,6 +1,6 @@
 import { dependencyErrors } from "@mailroom/observability";
+import type { Redis } from "@mailroom/queues";
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
-import type { Redis } from "ioredis";
 import { processWithBudget } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Redis } from "@mailroom/queues";
 
 /**
  * A per-endpoint counting semaphore in Redis, shared by every dispatcher process: at most `limit`

@@ -1,7 +1,13 @@
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
-import { eventChannel, eventStreamKey, type PublishedEvent, parsePublishedEvent } from "@mailroom/queues";
-import type { Redis } from "ioredis";
+import {
+  duplicateRedis,
+  eventChannel,
+  eventStreamKey,
+  type PublishedEvent,
+  parsePublishedEvent,
+  type Redis,
+} from "@mailroom/queues";
 
 /**
  * A signal to one local listener: an event of its account, `resync` after the replica's Redis
@@ -47,7 +53,11 @@ export function createEventHub(
   // A connection of its own (a subscribed connection can run nothing else), retrying for ever and
   // re-subscribing by itself after a reconnect. No command timeout (ioredis treats 0 as "time out
   // at once"): SUBSCRIBE simply waits in the offline queue until Redis is back.
-  const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
+  const sub = duplicateRedis(redis, {
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: null,
+    commandTimeout: undefined,
+  });
   // Rate-limited with the process's other Redis errors: it reconnects in a loop while Redis is down.
   sub.on("error", (err: Error) => dependencyErrors(logger).report("redis", err, { source: "event subscriber" }));
   let closed = false;

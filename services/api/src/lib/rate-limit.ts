@@ -1,7 +1,7 @@
 import { AppError } from "@mailroom/core";
 import type { Logger } from "@mailroom/log";
+import type { Redis } from "@mailroom/queues";
 import type { RequestHandler } from "express";
-import type { Redis } from "ioredis";
 import { redisReady } from "./redis-ready.ts";
 
 export type RateLimitConfig = {
@@ -46,7 +46,8 @@ export async function consume(redis: Redis, config: RateLimitConfig, keyId: stri
   const [ok, cur, prev, elapsed] = (await redis.eval(
     SCRIPT,
     1,
-    `${config.prefix}:ratelimit:${keyId}`,
+    // The script derives each window's key from this one; the hash tag keeps them in one cluster slot.
+    `${config.prefix}:ratelimit:{${keyId}}`,
     String(w),
     String(config.limit),
     config.algorithm,

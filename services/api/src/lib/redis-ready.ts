@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Redis } from "@mailroom/queues";
 
 /**
  * Resolves true once `redis` is ready for commands, false if `timeoutMs` passes first (never, when

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startRedisCluster, type TestRedisCluster, waitFor } from "@mailroom/testing";
+import { Cluster } from "ioredis";
+import { createQueue, createWorker, enqueue } from "./queues.ts";
+import { createRedis, duplicateRedis, isClusterUrl, queuePrefix, type RedisClient } from "./redis.ts";
+
+/**
+ * BullMQ on a real Redis Cluster (three masters with a replica each, started by the test): a
+ * `redis+cluster://` REDIS_URL gives a cluster client, each queue's keys share one slot (BullMQ's
+ * Lua scripts touch many keys at once, which a cluster allows only within one slot), and jobs flow.
+ */
+let cluster: TestRedisCluster;
+const clients: RedisClient[] = [];
+const connect = (role: "worker" | "producer") => {
+  const c = createRedis(cluster.url, role);
+  c.on("error", () => undefined);
+  clients.push(c);
+  return c;
+};
+
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await cluster?.stop();
+});
+
+describe("Redis Cluster", () => {
+  it("recognises a cluster URL and keeps a single Redis as it was", () => {
+    expect(isClusterUrl("redis+cluster://10.0.0.1:6379,10.0.0.2:6379")).toBe(true);
+    expect(isClusterUrl("rediss+cluster://user:pw@cache.example:6380")).toBe(true);
+    expect(isClusterUrl("redis://127.0.0.1:6379")).toBe(false);
+    const single = createRedis("redis://127.0.0.1:6379", "producer", { lazyConnect: true });
+    expect(single).not.toBeInstanceOf(Cluster);
+    expect(queuePrefix("mailroom", "inbound", single)).toBe("mailroom");
+    single.disconnect();
+  });
+
+  it("runs jobs through a catalog queue with every key of the queue in one slot", async () => {
+    const producer = connect("producer");
+    const worker = connect("worker");
+    expect(producer).toBeInstanceOf(Cluster);
+    const prefix = `mailroom-test-${process.pid}`;
+    expect(queuePrefix(prefix, "inbound", producer)).toBe(`${prefix}:{inbound}`);
+    const queue = createQueue("inbound", { connection: producer, prefix });
+    const seen: string[] = [];
+    const w = createWorker("inbound", async (p) => void seen.push(p.spoolRecipientId), { connection: worker, prefix });
+    w.on("error", () => undefined);
+    try {
+      for (let i = 0; i < 20; i++) {
+        await enqueue(queue, "inbound", { spoolRecipientId: `rcp_${i}` }, { jobId: `rcp_${i}` });
+      }
+      await waitFor(async () => seen.length === 20, { what: "20 jobs processed", timeoutMs: 60_000 });
+      expect(new Set(seen).size).toBe(20);
+
+      // Every key this queue wrote, on whichever master holds it, hashes to one slot.
+      const keys: string[] = [];
+      const masters = (producer as Cluster).nodes("master");
+      for (const m of masters) keys.push(...(await m.keys(`${prefix}:*`)));
+      expect(keys.length).toBeGreaterThan(3);
+      const slots = new Set(await Promise.all(keys.map((k) => producer.cluster("KEYSLOT", k))));
+      expect(slots.size).toBe(1);
+    } finally {
+      await w.close();
+      await queue.close();
+    }
+  });
+
+  it("duplicates a cluster connection as a cluster connection (event subscribers)", async () => {
+    const producer = connect("producer");
+    const sub = duplicateRedis(producer, { enableOfflineQueue: true, maxRetriesPerRequest: null });
+    clients.push(sub);
+    expect(sub).toBeInstanceOf(Cluster);
+    const got = new Promise<string>((resolve) => sub.on("message", (_ch: string, text: string) => resolve(text)));
+    await sub.subscribe("mailroom-test-events");
+    await producer.publish("mailroom-test-events", "hello");
+    expect(await got).toBe("hello");
+  });
+});

@@ -1,0 +1,158 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import { waitFor } from "./env.ts";
+
+/**
+ * A private Redis Cluster on loopback (Debian's redis-server in cluster mode): `masters` masters,
+ * each with one replica so a master can be failed over. Never the shared Redis.
+ */
+export type TestRedisCluster = {
+  /** `redis+cluster://127.0.0.1:<port>` naming one seed node, as REDIS_URL would. */
+  url: string;
+  ports: number[];
+  /** The port of the master that serves `key`'s slot now. */
+  masterOf(key: string): Promise<number>;
+  /**
+   * Fails that master over to its replica (`CLUSTER FAILOVER` on the replica: coordinated, the
+   * replica first takes every write the master acknowledged) and waits until every node agrees.
+   * Returns the new master's port.
+   */
+  failover(key: string): Promise<number>;
+  stop(): Promise<void>;
+};
+
+const run = promisify(execFile);
+
+/** A port whose cluster bus port (+10000) is free too; ephemeral ports could push it past 65535. */
+async function clusterPort(taken: Set<number>): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once("error", () => resolve(false));
+      s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
+    });
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 25_000);
+    if (taken.has(port) || taken.has(port + 10_000)) continue;
+    if ((await free(port)) && (await free(port + 10_000))) {
+      taken.add(port);
+      return port;
+    }
+  }
+}
+
+const node = (port: number) => new Redis({ host: "127.0.0.1", port, lazyConnect: false, maxRetriesPerRequest: 1 });
+
+async function query<T>(port: number, fn: (r: Redis) => Promise<T>): Promise<T> {
+  const r = node(port);
+  r.on("error", () => undefined);
+  try {
+    return await fn(r);
+  } finally {
+    r.disconnect();
+  }
+}
+
+type SlotRange = [number, number, [string, number, string], ...[string, number, string][]];
+
+export async function startRedisCluster({ masters = 3 } = {}): Promise<TestRedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), "mailroom-redis-cluster-"));
+  const taken = new Set<number>();
+  const ports: number[] = [];
+  for (let i = 0; i < masters * 2; i++) ports.push(await clusterPort(taken));
+  const children: ChildProcess[] = ports.map((port) =>
+    spawn(
+      "/usr/bin/redis-server",
+      [
+        ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+        ...["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`],
+        ...["--cluster-node-timeout", "5000", "--appendonly", "yes", "--appendfilename", `aof-${port}`],
+        ...["--appenddirname", `aof-${port}`, "--save", "", "--maxmemory-policy", "noeviction"],
+      ],
+      { stdio: "ignore" },
+    ),
+  );
+  const stop = async () => {
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            c.once("exit", () => resolve());
+            c.kill("SIGKILL");
+          }),
+      ),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      await waitFor(() => query(port, (r) => r.ping()).catch(() => false), {
+        what: `redis-server on ${port}`,
+        timeoutMs: 30_000,
+      });
+    }
+    await run("/usr/bin/redis-cli", [
+      "--cluster",
+      "create",
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      "--cluster-replicas",
+      "1",
+      "--cluster-yes",
+    ]);
+    const settled = async () => {
+      for (const port of ports) {
+        const info = await query(port, (r) => r.cluster("INFO"));
+        if (!String(info).includes("cluster_state:ok")) return false;
+      }
+      // Every master has its replica attached and in sync, so a failover has somewhere to go.
+      const slots = (await query(ports[0] as number, (r) => r.cluster("SLOTS"))) as unknown as SlotRange[];
+      return slots.length > 0 && slots.every((range) => range.length >= 4);
+    };
+    await waitFor(settled, { what: "the Redis cluster to settle", timeoutMs: 60_000, intervalMs: 200 });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const slotOwner = async (key: string) => {
+    const slot = (await query(ports[0] as number, (r) => r.cluster("KEYSLOT", key))) as number;
+    const ranges = (await query(ports[0] as number, (r) => r.cluster("SLOTS"))) as unknown as SlotRange[];
+    const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+    if (!range) throw new Error(`no node serves slot ${slot}`);
+    const [, , master, ...replicas] = range;
+    return { slot, master: master[1], replicas: replicas.map((r) => r[1]) };
+  };
+
+  return {
+    url: `redis+cluster://127.0.0.1:${ports[0]}`,
+    ports,
+    masterOf: async (key) => (await slotOwner(key)).master,
+    async failover(key) {
+      const { master, replicas } = await slotOwner(key);
+      const replica = replicas[0];
+      if (replica === undefined) throw new Error(`master ${master} has no replica`);
+      await query(replica, (r) => r.cluster("FAILOVER"));
+      const { slot } = await slotOwner(key);
+      // Done when every node sees the replica as the slot's master.
+      await waitFor(
+        async () => {
+          for (const port of ports) {
+            const ranges = (await query(port, (r) => r.cluster("SLOTS"))) as unknown as SlotRange[];
+            const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+            if (!range || range[2][1] !== replica) return false;
+          }
+          return true;
+        },
+        { what: `replica ${replica} to take over from ${master}`, timeoutMs: 60_000, intervalMs: 100 },
+      );
+      return replica;
+    },
+    stop,
+  };
+}
