@@ -96,6 +96,19 @@ describe("infra/k8s (kustomize)", () => {
   test("every object validates against the Kubernetes schemas", () => {
     expect(objects.flatMap(schemaProblems)).toEqual([]);
   });
+
+  test("every service is probed on HEALTH_PORT, and the SMTP Service keeps the client's address", () => {
+    const config = objects.find((o) => o.kind === "ConfigMap");
+    expect(config?.data).toMatchObject({ HEALTH_PORT: "9464" });
+    for (const service of services) {
+      const [c] = deploymentOf(objects, service)?.spec.template.spec.containers ?? [];
+      expect(c.ports).toContainEqual({ name: "health", containerPort: 9464 });
+      expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "health" });
+      expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "health" });
+    }
+    const smtp = byKind(objects, "Service").find((s) => s.spec.selector.app === "smtp-ingest");
+    expect(smtp?.spec).toMatchObject({ type: "LoadBalancer", externalTrafficPolicy: "Local" });
+  });
 });
 
 describe("Helm chart infra/helm/mailroom", () => {
