@@ -10,13 +10,15 @@ import {
   waitFor,
 } from "@mailroom/testing";
 import nodemailer from "nodemailer";
+import { openSse } from "./live.ts";
 import { type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
  * Issue 16 item 9: the mail path on a real Redis Cluster (three masters, one replica each, started
- * here from Debian's redis-server). smtp-ingest, rule-engine and webhook-dispatcher run as their
- * own processes with `REDIS_URL=redis+cluster://…`. One message goes end to end; then, in the middle
+ * here from Debian's redis-server). api, smtp-ingest, rule-engine and webhook-dispatcher run as their
+ * own processes with `REDIS_URL=redis+cluster://…`. One message goes end to end (and is announced on
+ * the API's event stream, rate limiter and pub/sub on the cluster too); then, in the middle
  * of a batch, the masters holding the inbound and delivery queues are failed over to their
  * replicas, and every message the ingest accepted still reaches the webhook.
  */
@@ -27,6 +29,7 @@ describe("Redis Cluster", () => {
   let receiver: Receiver;
   let acct: TestAccount;
   let smtpPort: number;
+  let apiUrl: string;
   const domain = "cluster-e2e-example.com";
   const procs: ServiceProcess[] = [];
 
@@ -40,6 +43,8 @@ describe("Redis Cluster", () => {
     const ep = await acct.api("POST", "/api/v1/endpoints", { url: `${receiver.url}/hook` });
     await acct.api("POST", "/api/v1/addresses", { domainId: dom.body.id, localPart: "ops", endpointId: ep.body.id });
     smtpPort = await sparePort();
+    const apiPort = await sparePort();
+    apiUrl = `http://127.0.0.1:${apiPort}`;
     const shared = {
       DATABASE_URL: stack.env.databaseUrl,
       REDIS_URL: cluster.url,
@@ -48,6 +53,7 @@ describe("Redis Cluster", () => {
       LOG_LEVEL: "warn",
     };
     procs.push(
+      await startService("api", { ...shared, API_PORT: String(apiPort), API_HOST: "127.0.0.1" }),
       await startService("smtp-ingest", {
         ...shared,
         SMTP_PORT: String(smtpPort),
@@ -94,11 +100,26 @@ describe("Redis Cluster", () => {
   }
 
   it("takes one message from SMTP to the webhook with every queue on the cluster", async () => {
-    await send("cluster first");
-    await waitFor(async () => subjectsReceived().has("cluster first"), {
-      what: "the webhook POST of the first message",
-      timeoutMs: 120_000,
-    });
+    // The API's rate limiter runs its script on the cluster; its event stream listens on cluster pub/sub.
+    const account = await fetch(`${apiUrl}/api/v1/account`, { headers: { authorization: `Bearer ${acct.key}` } });
+    expect(account.status).toBe(200);
+    expect(Number(account.headers.get("ratelimit-remaining"))).toBeGreaterThan(0);
+    const stream = await openSse(`${apiUrl}/api/v1/events`, acct.key);
+    expect(stream.status).toBe(200);
+    try {
+      await send("cluster first");
+      await waitFor(async () => subjectsReceived().has("cluster first"), {
+        what: "the webhook POST of the first message",
+        timeoutMs: 120_000,
+      });
+      await waitFor(async () => stream.events.some((e) => e.event === "delivery.succeeded"), {
+        what: "email.received and delivery.succeeded on the API's event stream",
+        timeoutMs: 60_000,
+      });
+      expect(stream.events.map((e) => e.event)).toEqual(["email.received", "delivery.succeeded"]);
+    } finally {
+      stream.close();
+    }
     // The queues' keys carry their hash tags: each queue lives in one slot.
     expect(await cluster.masterOf("{inbound}")).toBeGreaterThan(0);
   });
