@@ -10,7 +10,7 @@ export const ruleEngineEnvSchema = z.object({
     .number()
     .int()
     .positive()
-    .default(64 * 1024 * 1024),
+    .default(32 * 1024 * 1024),
   /** Host name used as the authserv-id in verdicts and for generated Message-IDs. */
   SMTP_HOSTNAME: z.string().min(1).default("mx.mailroom.localhost"),
   /** Comma-separated DNS servers for SPF/DKIM/DMARC lookups (host or host:port); default: the system's. */
