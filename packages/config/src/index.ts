@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { redisUrlEnv } from "./redis-url.ts";
 
 /**
  * Parses `source` (normally process.env) against a service's env schema. On failure it throws one
@@ -25,7 +26,7 @@ export const envBoolean = (defaultValue: boolean) =>
 /** Variables every service shares. */
 export const commonEnv = {
   DATABASE_URL: z.string().url().default("postgresql://postgres@127.0.0.1:5432/mailroom"),
-  REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+  REDIS_URL: redisUrlEnv,
   /** Prefix for every Redis key (BullMQ queues, rate limits): lets several installs share a Redis. */
   REDIS_PREFIX: z.string().min(1).default("mailroom"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -38,3 +39,4 @@ export const commonEnv = {
 
 export { assertDnsServers, dnsServersEnv, parseDnsServers } from "./dns-servers.ts";
 export { HEALTH_PORTS, healthEnv } from "./health.ts";
+export { isRedisUrl, redisUrlEnv } from "./redis-url.ts";

@@ -90,7 +90,8 @@ export function hostOf(url: string): string {
   try {
     return new URL(url).host || url;
   } catch {
-    return "(unparseable URL)";
+    // A Redis Cluster URL lists several host:port seeds, which URL cannot parse.
+    return /^[a-z+]+:\/\/(?:[^@/]*@)?([^/?#]+)/i.exec(url)?.[1] ?? "(unparseable URL)";
   }
 }
 

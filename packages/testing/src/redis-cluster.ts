@@ -12,7 +12,7 @@ import { waitFor } from "./env.ts";
  * each with one replica so a master can be failed over. Never the shared Redis.
  */
 export type TestRedisCluster = {
-  /** `redis+cluster://127.0.0.1:<port>` naming one seed node, as REDIS_URL would. */
+  /** `redis+cluster://127.0.0.1:<port>,…` naming three seed nodes, as REDIS_URL would. */
   url: string;
   ports: number[];
   /** The port of the master that serves `key`'s slot now. */
@@ -130,7 +130,10 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<TestRedis
   };
 
   return {
-    url: `redis+cluster://127.0.0.1:${ports[0]}`,
+    url: `redis+cluster://${ports
+      .slice(0, 3)
+      .map((p) => `127.0.0.1:${p}`)
+      .join(",")}`,
     ports,
     masterOf: async (key) => (await slotOwner(key)).master,
     async failover(key) {
