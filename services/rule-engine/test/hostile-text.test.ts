@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { emailView } from "@mailroom/core";
 import { newId, poolOf, readBytea } from "@mailroom/db";
+import { waitFor } from "@mailroom/testing";
 import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
@@ -175,8 +176,13 @@ describe("decoded text Postgres cannot hold, and folded headers", () => {
     const raw = `From: a@outside.example\r\nTo: in@blocked-text.example\r\nSubject: =?utf-8?B?${b64(Buffer.from("blockme\0now"))}?=\r\n\r\nx\r\n`;
     const r = await p.sendRaw("a@outside.example", ["in@blocked-text.example"], raw);
     expect(r.response).toMatch(/^250 /);
-    // A blocked message keeps no body: its spool (and recipient row) is purged once the record is written.
-    expect(await p.processed(r.spoolId!)).toEqual([]);
+    // A blocked message keeps no body: its spool (and recipient row) is purged once the record is
+    // written. The purge is the statement after the block record's: wait for it, not for `blocked`.
+    await waitFor(async () => (await p.prisma.spooledMessage.count({ where: { id: r.spoolId! } })) === 0, {
+      what: "the blocked message's spool purged",
+      timeoutMs: 60_000,
+    });
+    expect(await p.prisma.spoolRecipient.count({ where: { spoolId: r.spoolId! } })).toBe(0);
     const block = await p.prisma.blockRecord.findFirstOrThrow({ where: { accountId: other.accountId } });
     expect(block).toMatchObject({ ruleId, subject: `blockme${FFFD}now` });
   });
