@@ -80,7 +80,7 @@ describe("the compiled build", () => {
     const run = runCompiled("packages/db/src/migrate-cli.js", {});
     expect(await run.exited).toBe(0);
     expect(run.output.text).toMatch(/"msg":"migrations applied"/);
-  });
+  }, 180_000);
 
   test("the API starts from it and answers", async () => {
     const port = await sparePort();
@@ -96,7 +96,7 @@ describe("the compiled build", () => {
     expect((await fetch(`http://127.0.0.1:${port}/api/v1/emails`)).status).toBe(401);
     api.child.kill("SIGTERM");
     expect(await api.exited).toBe(0);
-  });
+  }, 180_000);
 
   test("the rule engine's MIME parser runs its worker threads from the compiled files", async () => {
     const script = join(out, "parse-check.mjs");
@@ -114,5 +114,5 @@ describe("the compiled build", () => {
     const run = runCompiled(script, {});
     expect(await run.exited).toBe(0);
     expect(JSON.parse(run.output.text.trim())).toEqual({ ok: true, subject: "compiled" });
-  });
+  }, 180_000);
 });
