@@ -47,6 +47,8 @@ for (let i = 0; i < SENDERS; i++) {
 }
 const dns = await startDnsServer(records);
 dns.setTtl(300);
+// NXDOMAIN with an SOA, as real servers answer: DMARC's walk up the parent domains is then cached too.
+dns.setNegativeTtl(300);
 try {
   const d = await seedDomain(p.prisma, DOMAIN, { plan: "scale" });
   const endpointId = await seedEndpoint(p.prisma, d.accountId, "http://127.0.0.1:9/hook");
