@@ -26,7 +26,10 @@ export function startPeriodic<T>(opts: {
   };
   const loop = async () => {
     try {
-      opts.onResult?.(await runOnce());
+      // Not `onResult?.(await runOnce())`: without onResult the optional call skips its argument,
+      // and the run would never happen (the domain verifier passes none).
+      const result = await runOnce();
+      opts.onResult?.(result);
     } catch (err) {
       opts.onError(err);
     }
