@@ -1,10 +1,11 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createCursorCodec, createPrisma, type PrismaClient } from "@mailroom/db";
+import { createCursorCodec, createPrisma, type PrismaClient, poolOf } from "@mailroom/db";
 import { type DomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createEventPublisher, createQueue, createRedis, type Queue } from "@mailroom/queues";
+import { attachmentLinks, createByteStore, type S3Settings } from "@mailroom/storage";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import type { Express } from "express";
 import { createApp } from "../services/api/src/app.ts";
@@ -65,6 +66,8 @@ export type StackOptions = {
   dispatcher?: { concurrency?: number; endpointConcurrency?: number; sweepIntervalMs?: number; sweepGraceMs?: number };
   /** Heartbeat interval of GET /events streams (default 15 s). */
   eventsHeartbeatMs?: number;
+  /** BYTE_STORE=s3 against this store (and SIGNED_URL_TTL_SECONDS); default: bytes in Postgres. */
+  s3?: { settings: S3Settings; signedUrlTtlSeconds?: number };
 };
 
 const noDns: DnsResolve = async () => {
@@ -92,8 +95,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   // Live events as in production: the rule engine and dispatcher publish, the API's hub subscribes.
   const events = createEventHub(producer, env.redisPrefix, logger, { heartbeatMs: opts.eventsHeartbeatMs ?? 15_000 });
   const publishEvent = createEventPublisher(producer, env.redisPrefix, () => undefined);
+  const bytes = opts.s3 ? createByteStore({ backend: "s3", s3: opts.s3.settings }, poolOf(prisma)) : undefined;
+  const withBytes = bytes ? { bytes } : {};
   const app = createApp({
     prisma,
+    ...withBytes,
     redis: producer,
     events,
     logger,
@@ -150,6 +156,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       resolver: opts.authResolver ?? noDns,
       mtaHostname: "mx.mailroom.test",
       events: publishEvent,
+      ...withBytes,
     });
     closers.push(() => engine.close());
   }
@@ -169,6 +176,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       sweepIntervalMs: opts.dispatcher?.sweepIntervalMs ?? 30_000,
       sweepGraceMs: opts.dispatcher?.sweepGraceMs ?? 30_000,
       events: publishEvent,
+      ...(bytes ? { attachmentLinks: attachmentLinks(bytes, opts.s3?.signedUrlTtlSeconds ?? 3600) } : {}),
     });
     closers.push(() => dispatcher.close());
   }
@@ -243,6 +251,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await outboundQueue.close();
       producer.disconnect();
       worker.disconnect();
+      bytes?.close();
       await prisma.$disconnect();
       await env.cleanup();
     },

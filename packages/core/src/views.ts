@@ -105,7 +105,15 @@ export function endpointView(e: EndpointRow) {
   };
 }
 
-export type AttachmentRow = { index: number; filename: string; contentType: string; size: number; stored: boolean };
+export type AttachmentRow = {
+  /** `attachments.id`; needed only where links are signed per object (packages/storage). */
+  id?: string;
+  index: number;
+  filename: string;
+  contentType: string;
+  size: number;
+  stored: boolean;
+};
 
 export type EmailRow = {
   id: string;
@@ -151,9 +159,15 @@ function sendView(e: EmailRow) {
 
 /**
  * The full Email object. `apiBaseUrl` turns each stored attachment into a download link (the
- * webhook payload's consumers need one; REST clients get the same field).
+ * webhook payload's consumers need one; REST clients get the same field). `links` (by attachment
+ * index) replaces that link: the dispatcher's signed, expiring URLs that need no API key.
  */
-export function emailView(e: EmailRow, attachments: readonly AttachmentRow[], apiBaseUrl: string) {
+export function emailView(
+  e: EmailRow,
+  attachments: readonly AttachmentRow[],
+  apiBaseUrl: string,
+  links?: ReadonlyMap<number, string>,
+) {
   return {
     id: e.id,
     direction: e.direction,
@@ -174,7 +188,9 @@ export function emailView(e: EmailRow, attachments: readonly AttachmentRow[], ap
         contentType: a.contentType,
         size: a.size,
         stored: a.stored,
-        url: a.stored ? `${apiBaseUrl.replace(/\/$/, "")}/api/v1/emails/${e.id}/attachments/${a.index}` : null,
+        url: a.stored
+          ? (links?.get(a.index) ?? `${apiBaseUrl.replace(/\/$/, "")}/api/v1/emails/${e.id}/attachments/${a.index}`)
+          : null,
       })),
     spamVerdict: e.spamVerdict,
     spfVerdict: e.spfVerdict,

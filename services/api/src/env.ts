@@ -1,9 +1,11 @@
 import { commonEnv, dnsServersEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
+import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
 export const apiEnvSchema = z.object({
   ...commonEnv,
   ...healthEnv(HEALTH_PORTS.api),
+  ...byteStoreEnv,
   API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   API_HOST: z.string().default("0.0.0.0"),
   /** Host name of our MX, published in every domain's MX record. */
@@ -31,4 +33,5 @@ export const apiEnvSchema = z.object({
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;
 
-export const loadApiEnv = (source: NodeJS.ProcessEnv = process.env): ApiEnv => parseEnv(apiEnvSchema, source);
+export const loadApiEnv = (source: NodeJS.ProcessEnv = process.env): ApiEnv =>
+  parseEnv(apiEnvSchema.superRefine(requireS3Settings), source);

@@ -13,6 +13,7 @@ import {
   postgresDependency,
   redisDependency,
 } from "@mailroom/runtime";
+import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { createApp } from "./app.ts";
 import { loadApiEnv } from "./env.ts";
 import { createEventHub } from "./events/hub.ts";
@@ -54,8 +55,10 @@ try {
   const events = createEventHub(redis, env.REDIS_PREFIX, logger);
   // DNS_SERVERS behind every SSRF check (create/update/test), as in the dispatcher at delivery.
   const egressResolver = createEgressResolver(env.DNS_SERVERS);
+  const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
   const app = createApp({
     prisma,
+    bytes,
     registry: obs.registry,
     draining: () => obs.health.draining,
     redis,
@@ -101,6 +104,7 @@ try {
       { name: "queue", close: () => Promise.all([outboundQueue.close(), deliveryQueue.close()]) },
       { name: "redis", close: () => redis.quit() },
       { name: "prisma", close: () => prisma.$disconnect() },
+      { name: "byte store", close: () => bytes.close() },
       { name: "health", close: () => obs.close() },
     ],
     env.SHUTDOWN_TIMEOUT_MS,

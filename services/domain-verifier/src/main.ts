@@ -4,6 +4,7 @@ import { createLogger } from "@mailroom/log";
 import { startObservability } from "@mailroom/observability";
 import { startRetention } from "@mailroom/retention";
 import { awaitDependencies, fatal, installShutdown, postgresDependency } from "@mailroom/runtime";
+import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { loadVerifierEnv } from "./env.ts";
 import { domainCheckCounter, retentionCounter } from "./metrics.ts";
 
@@ -34,6 +35,8 @@ try {
   });
   // Retention runs here because this service already does scheduled Postgres-only work; replicas
   // take turns through an advisory lock (docs/decisions.md).
+  // With BYTE_STORE=s3 each retention batch deletes its objects before it commits (@mailroom/retention).
+  const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
   const retention =
     env.RETENTION_INTERVAL_MS > 0
       ? startRetention({
@@ -42,6 +45,7 @@ try {
           batchSize: env.RETENTION_BATCH_SIZE,
           intervalMs: env.RETENTION_INTERVAL_MS,
           onBatch: retentionCounter(obs.registry),
+          bytes,
         })
       : null;
   logger.info(
@@ -57,6 +61,7 @@ try {
       { name: "readiness", close: () => obs.drain() },
       { name: "verifier", close: () => verifier.close() },
       { name: "retention", close: () => retention?.close() },
+      { name: "byte store", close: () => bytes.close() },
       { name: "prisma", close: () => prisma.$disconnect() },
       { name: "health", close: () => obs.close() },
     ],

@@ -1,8 +1,9 @@
 import { createDkimKey, dkimSelectorFor, newMessageId, retryDelayMs } from "@mailroom/core";
-import { newId, type PrismaClient, poolOf, readBytea } from "@mailroom/db";
+import { newId, type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { type DeliveryMetrics, secondsSince } from "@mailroom/observability";
 import { type EventPublisher, retryFor } from "@mailroom/queues";
+import { type ByteStore, postgresByteStore } from "@mailroom/storage";
 import type Mail from "nodemailer/lib/mailer";
 import type { Relay, RelayResult } from "./relay.ts";
 
@@ -18,6 +19,8 @@ export type ForwardDeps = {
   events?: EventPublisher;
   /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
   metrics?: DeliveryMetrics;
+  /** Where the original's raw MIME is (BYTE_STORE); absent: its Postgres row. */
+  bytes?: ByteStore;
 };
 
 export type ForwardOutcome =
@@ -85,10 +88,8 @@ export async function attemptForward(deps: ForwardDeps, deliveryId: string): Pro
   const to = d.endpoint.url.replace(/^mailto:/i, "");
   const from = e.recipient ?? e.toAddresses[0] ?? "";
   const looped = (e.headers as { key?: string }[]).some((h) => h.key?.toLowerCase() === FORWARDED_HEADER.toLowerCase());
-  // The original bytes, read around Prisma in slices (packages/db/src/blobs.ts).
-  const raw = e.spoolId
-    ? await readBytea(poolOf(prisma), { table: "spooled_messages", column: "raw" }, e.spoolId)
-    : null;
+  // The original bytes, through the byte store (the spool row in slices, or the object store).
+  const raw = e.spoolId ? await (deps.bytes ?? postgresByteStore(poolOf(prisma))).readRaw(e.spoolId) : null;
   let result: RelayResult;
   if (looped)
     result = { ok: false, reply: "not forwarded: the message is itself a forward (loop)", permanent: true, code: null };

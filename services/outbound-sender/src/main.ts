@@ -8,6 +8,7 @@ import {
 } from "@mailroom/observability";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
+import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { loadSenderEnv } from "./env.ts";
 import { createRelay } from "./relay.ts";
 import { startOutboundSender } from "./worker.ts";
@@ -45,8 +46,10 @@ try {
   // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
   registerQueueMetrics(obs.registry, [queue]);
   const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });
+  const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
   const sender = startOutboundSender({
     prisma,
+    bytes,
     metrics: createDeliveryMetrics(obs.registry),
     queue,
     logger,
@@ -75,6 +78,7 @@ try {
       { name: "relay", close: () => relay.close() },
       { name: "queue", close: () => queue.close() },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
+      { name: "byte store", close: () => bytes.close() },
       { name: "prisma", close: () => prisma.$disconnect() },
       { name: "health", close: () => obs.close() },
     ],

@@ -1,6 +1,7 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
 import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
+import type { ByteStore } from "@mailroom/storage";
 import { forwardDue } from "./forward.ts";
 import { attemptSend, type SenderDeps } from "./send.ts";
 import { sweepOutbound } from "./sweeper.ts";
@@ -22,6 +23,8 @@ export function startOutboundSender(
     events?: EventPublisher;
     /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
     metrics?: DeliveryMetrics;
+    /** Raw MIME of forwarded originals (forward.ts; BYTE_STORE). */
+    bytes?: ByteStore;
   },
 ): OutboundSender {
   const worker = createWorker(

@@ -3,6 +3,7 @@ import { createLogger } from "@mailroom/log";
 import { redisReadiness, registerQueueMetrics, startObservability } from "@mailroom/observability";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
+import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { loadRuleEngineEnv } from "./env.ts";
 import { createRuleEngineMetrics } from "./metrics.ts";
 import { createParser } from "./parse.ts";
@@ -44,8 +45,10 @@ try {
   // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
   registerQueueMetrics(obs.registry, [inboundQueue]);
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });
+  const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
   const engine = startRuleEngine({
     prisma,
+    bytes,
     metrics: createRuleEngineMetrics(obs.registry),
     logger,
     deliveryQueue,
@@ -93,6 +96,7 @@ try {
       { name: "parser", close: () => parser.close() },
       { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close()]) },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
+      { name: "byte store", close: () => bytes.close() },
       { name: "prisma", close: () => prisma.$disconnect() },
       { name: "health", close: () => obs.close() },
     ],

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { RuleForEval } from "@mailroom/core";
-import { type PrismaClient, poolOf, readBytea } from "@mailroom/db";
+import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { type EventPublisher, enqueue, type Queue } from "@mailroom/queues";
+import { type ByteStore, postgresByteStore } from "@mailroom/storage";
 import type { ByteBudget } from "./budget.ts";
 import { defaultEndpointIds, type LoadedRecipient, loadRecipient } from "./load.ts";
 import { isDependencyOutage } from "./outage.ts";
@@ -55,7 +56,20 @@ export type ProcessDeps = {
   events?: EventPublisher;
   /** Message bytes processed at once (budget.ts); absent: only the concurrency bounds them. */
   memoryBudget?: ByteBudget;
+  /** Where raw MIME and attachment bytes live (BYTE_STORE); absent: in their Postgres rows. */
+  bytes?: ByteStore;
 };
+
+const byteStores = new WeakMap<ProcessDeps, ByteStore>();
+function bytesOf(deps: ProcessDeps): ByteStore {
+  if (deps.bytes) return deps.bytes;
+  let b = byteStores.get(deps);
+  if (!b) {
+    b = postgresByteStore(poolOf(deps.prisma));
+    byteStores.set(deps, b);
+  }
+  return b;
+}
 
 /**
  * `failed`: the message used up its processing budget (attempts.ts). It is stored from its raw
@@ -155,10 +169,26 @@ export async function processRecipient(
   opts: ProcessOptions = {},
   loaded?: LoadedRecipient | null,
 ): Promise<ProcessResult> {
-  const { prisma } = deps;
-  const pool = poolOf(prisma);
+  const pool = poolOf(deps.prisma);
   const rcpt = loaded === undefined ? await loadRecipient(pool, spoolRecipientId) : loaded;
   if (!rcpt) return { outcome: "skipped", reason: "recipient no longer spooled" };
+  const result = await processLoaded(deps, rcpt, opts);
+  await archiveRaw(deps, rcpt.spoolId);
+  return result;
+}
+
+/**
+ * With an object store, the raw MIME leaves the spool row once no recipient of it needs it any
+ * more (packages/storage). Every outcome may be the last recipient's, so each one asks. A failure
+ * fails the job: the bytes stay readable in the row meanwhile, and the retried job (which finds
+ * the recipient processed and takes the skip path) archives them.
+ */
+const archiveRaw = (deps: ProcessDeps, spoolId: string): Promise<void> => bytesOf(deps).archiveRaw(spoolId);
+
+async function processLoaded(deps: ProcessDeps, rcpt: LoadedRecipient, opts: ProcessOptions): Promise<ProcessResult> {
+  const { prisma } = deps;
+  const pool = poolOf(prisma);
+  const spoolRecipientId = rcpt.id;
   if (rcpt.status !== "pending") {
     // Stored earlier, but the delivery jobs may not have reached Redis: queue them again (idempotent).
     const email = await prisma.email.findUnique({ where: { spoolRecipientId }, select: { id: true } });
@@ -200,7 +230,7 @@ async function processPending(deps: ProcessDeps, rcpt: LoadedRecipient, opts: Pr
   const orphaned = !rcpt.domainExists || (rcpt.addressId !== null && !rcpt.address);
 
   // In a SharedArrayBuffer, so the parser thread reads these bytes without a copy of its own.
-  const raw = await readBytea(pool, RAW, rcpt.spoolId, { shared: true });
+  const raw = await bytesOf(deps).readRaw(rcpt.spoolId, { shared: true });
   if (!raw) return { outcome: "skipped", reason: "raw message no longer spooled" };
   const spoolMeta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
   const parsed = opts.failed
@@ -328,14 +358,14 @@ async function enqueuePendingDeliveries(deps: ProcessDeps, emailId: string): Pro
   );
 }
 
-const RAW = { table: "spooled_messages", column: "raw" } as const;
-
 /**
- * Attachment bytes go in after the email's transaction, one binary parameter each, because Prisma's
- * bytea path copies a 25 MB value many times over (packages/db/src/blobs.ts). Until then the
- * recipient is `storing` and the attachment rows say `stored: false`; deliveries are queued only
- * after this, and a re-run of the job (or the sweeper, which re-queues `storing` recipients) writes
- * whatever a crash left unwritten, so a stored email always ends up with its bytes.
+ * Attachment bytes go in after the email's transaction, through the byte store (BYTE_STORE): into
+ * the row, one binary parameter each, because Prisma's bytea path copies a 25 MB value many times
+ * over (packages/db/src/blobs.ts), or into the object store, the row marked stored only once the
+ * object is durable. Until then the recipient is `storing` and the attachment rows say `stored:
+ * false`; deliveries are queued only after this, and a re-run of the job (or the sweeper, which
+ * re-queues `storing` recipients) writes whatever a crash left unwritten, so a stored email always
+ * ends up with its bytes.
  */
 async function finishStoring(
   deps: ProcessDeps,
@@ -343,15 +373,8 @@ async function finishStoring(
   emailId: string,
   attachments: readonly { content: Uint8Array }[],
 ): Promise<void> {
-  const pool = poolOf(deps.prisma);
-  for (const [index, a] of attachments.entries()) {
-    const buf = Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength);
-    await pool.query(`UPDATE attachments SET content = $1, stored = true WHERE "emailId" = $2 AND index = $3`, [
-      buf,
-      emailId,
-      index,
-    ]);
-  }
+  const bytes = bytesOf(deps);
+  for (const [index, a] of attachments.entries()) await bytes.writeAttachment(emailId, index, a.content);
   await deps.prisma.spoolRecipient.updateMany({
     where: { id: spoolRecipientId, status: "storing" },
     data: { status: "stored" },
@@ -359,7 +382,7 @@ async function finishStoring(
 }
 
 async function resumeStoring(deps: ProcessDeps, spoolRecipientId: string, emailId: string, spoolId: string) {
-  const raw = await readBytea(poolOf(deps.prisma), RAW, spoolId, { shared: true });
+  const raw = await bytesOf(deps).readRaw(spoolId, { shared: true });
   const parsed = raw ? await parserFor(deps).parse(raw, deps.mtaHostname) : null;
   await finishStoring(deps, spoolRecipientId, emailId, parsed?.ok ? parsed.email.attachments : []);
 }

@@ -3,6 +3,7 @@ import type { PrismaClient } from "@mailroom/db";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 import { type EventPublisher, enqueue, type Queue, retryFor } from "@mailroom/queues";
+import type { AttachmentLinks } from "@mailroom/storage";
 import type { EndpointSlots } from "./slots.ts";
 import { type ClaimedDelivery, claimDelivery, loadDelivery, recordAttempt, unclaimDelivery } from "./store.ts";
 
@@ -16,6 +17,8 @@ export type DispatchDeps = {
   logger: Logger;
   send: Send;
   publicApiUrl: string;
+  /** Signed links for the payload's attachments (packages/storage); absent: the API's links. */
+  attachmentLinks?: AttachmentLinks;
   backoffUnitMs: number;
   /** Per-endpoint concurrency limit; without it every attempt goes ahead. */
   slots?: EndpointSlots;
@@ -82,10 +85,12 @@ export async function attemptDelivery(
   let startedAt: Date;
   let finishedAt: Date;
   try {
+    // Signed per attempt, so a retry hours later carries links that are still valid.
+    const links = await deps.attachmentLinks?.(d.email.id, d.email.attachments);
     const payload = emailReceivedPayload({
       deliveryId: d.id,
       createdAt: d.createdAt,
-      email: emailView(d.email, d.email.attachments, deps.publicApiUrl),
+      email: emailView(d.email, d.email.attachments, deps.publicApiUrl, links),
       domain: d.email.domain?.domain ?? "",
       address: d.email.recipient ?? "",
       endpointId: d.endpointId,

@@ -1,22 +1,26 @@
 import { commonEnv, dnsServersEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
+import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
-export const dispatcherEnvSchema = z.object({
-  ...commonEnv,
-  ...healthEnv(HEALTH_PORTS["webhook-dispatcher"]),
-  DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(16),
-  /** Attempts in flight to one endpoint across all dispatchers: a slow endpoint cannot take every slot. */
-  DISPATCHER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(4),
-  /** Length of one backoff "minute". Tests shorten it; production keeps the spec's minute. */
-  BACKOFF_UNIT_MS: z.coerce.number().int().positive().default(60_000),
-  /** Local development only: deliveries may go to private addresses (SSRF guard off). */
-  ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
-  /** DNS servers for endpoint host lookups (the API's SSRF check asks the same); default: the system's. */
-  DNS_SERVERS: dnsServersEnv,
-  SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
-  /** A due delivery is re-queued by the sweeper once it is this overdue. */
-  SWEEP_GRACE_MS: z.coerce.number().int().nonnegative().default(30_000),
-});
+export const dispatcherEnvSchema = z
+  .object({
+    ...commonEnv,
+    ...byteStoreEnv,
+    ...healthEnv(HEALTH_PORTS["webhook-dispatcher"]),
+    DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(16),
+    /** Attempts in flight to one endpoint across all dispatchers: a slow endpoint cannot take every slot. */
+    DISPATCHER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(4),
+    /** Length of one backoff "minute". Tests shorten it; production keeps the spec's minute. */
+    BACKOFF_UNIT_MS: z.coerce.number().int().positive().default(60_000),
+    /** Local development only: deliveries may go to private addresses (SSRF guard off). */
+    ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
+    /** DNS servers for endpoint host lookups (the API's SSRF check asks the same); default: the system's. */
+    DNS_SERVERS: dnsServersEnv,
+    SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
+    /** A due delivery is re-queued by the sweeper once it is this overdue. */
+    SWEEP_GRACE_MS: z.coerce.number().int().nonnegative().default(30_000),
+  })
+  .superRefine(requireS3Settings);
 
 export type DispatcherEnv = z.infer<typeof dispatcherEnvSchema>;
 export const loadDispatcherEnv = (source: NodeJS.ProcessEnv = process.env): DispatcherEnv =>

@@ -9,6 +9,7 @@ import {
 } from "@mailroom/observability";
 import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
 import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
+import { attachmentLinks, byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { loadDispatcherEnv } from "./env.ts";
 import { createSender } from "./send.ts";
 import { startDispatcher } from "./worker.ts";
@@ -49,6 +50,8 @@ try {
   const resolver = createEgressResolver(env.DNS_SERVERS);
   // Keep-alive connections per endpoint, keyed by the addresses checked at each delivery.
   const pool = createConnectionPool();
+  // Only links are signed here (no bytes move): with BYTE_STORE=s3 each payload carries presigned URLs.
+  const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
   const dispatcher = startDispatcher({
     prisma,
     metrics: createDeliveryMetrics(obs.registry),
@@ -56,6 +59,7 @@ try {
     logger,
     send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver, pool }),
     publicApiUrl: env.PUBLIC_API_URL,
+    attachmentLinks: attachmentLinks(bytes, env.SIGNED_URL_TTL_SECONDS),
     backoffUnitMs: env.BACKOFF_UNIT_MS,
     connection: workerRedis,
     prefix: env.REDIS_PREFIX,
@@ -83,6 +87,7 @@ try {
       { name: "connections", close: async () => pool.close() },
       { name: "queue", close: () => queue.close() },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
+      { name: "byte store", close: () => bytes.close() },
       { name: "prisma", close: () => prisma.$disconnect() },
       { name: "health", close: () => obs.close() },
     ],

@@ -2,6 +2,7 @@ import type { CursorCodec, PrismaClient } from "@mailroom/db";
 import type { DomainDns } from "@mailroom/domain-verification";
 import type { AddressResolver } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
+import type { ByteStore } from "@mailroom/storage";
 import type { EventHub } from "../events/hub.ts";
 
 /** What the service layer needs; shared by the REST routes and the MCP tools. */
@@ -29,6 +30,8 @@ export type OpsContext = {
    * so no path falls back to the system's resolvers while another asks DNS_SERVERS.
    */
   egressResolver: AddressResolver;
+  /** Raw MIME and attachment bytes (BYTE_STORE); absent: read from their Postgres rows. */
+  bytes?: ByteStore;
   /** Live events (wait_for_email, GET /events): this replica's Redis subscription; absent: those answer 503. */
   events?: EventHub;
 };

@@ -1,5 +1,6 @@
 import { AppError, type EmailSummaryRow, emailSummaryView, emailView } from "@mailroom/core";
-import { Prisma, poolOf, readBytea } from "@mailroom/db";
+import { Prisma, poolOf } from "@mailroom/db";
+import { type ByteStore, postgresByteStore } from "@mailroom/storage";
 import { z } from "zod";
 import { parseQuery } from "../lib/http.ts";
 import { decodeCursor, toPage } from "../lib/pagination.ts";
@@ -85,14 +86,15 @@ export async function getEmail(ctx: OpsContext, accountId: string, id: string) {
   return emailView(row, row.attachments, ctx.config.publicApiUrl);
 }
 
+/** The configured byte store; a context without one (tests, tools) reads the Postgres rows. */
+const bytesOf = (ctx: OpsContext): ByteStore => ctx.bytes ?? postgresByteStore(poolOf(ctx.prisma));
+
 /** The message exactly as it was accepted over SMTP (message/rfc822). */
 export async function getRawEmail(ctx: OpsContext, accountId: string, id: string): Promise<Uint8Array> {
   const row = await ctx.prisma.email.findFirst({ where: { id, accountId }, select: { spoolId: true } });
   if (!row) throw new AppError("not_found", "Email not found");
-  // Read around Prisma, in slices (packages/db/src/blobs.ts): a 35 MB message stays one buffer.
-  const raw = row.spoolId
-    ? await readBytea(poolOf(ctx.prisma), { table: "spooled_messages", column: "raw" }, row.spoolId)
-    : null;
+  // Through the byte store: from Postgres in slices (a 35 MB message stays one buffer) or the object store.
+  const raw = row.spoolId ? await bytesOf(ctx).readRaw(row.spoolId) : null;
   if (!raw) throw new AppError("not_found", "The raw message of this email is not available");
   return raw;
 }
@@ -113,9 +115,7 @@ export async function getAttachment(ctx: OpsContext, accountId: string, id: stri
     omit: { content: true },
   });
   if (!att) throw new AppError("not_found", `Email has no attachment ${n}`);
-  const content = att.stored
-    ? await readBytea(poolOf(ctx.prisma), { table: "attachments", column: "content" }, att.id)
-    : null;
+  const content = att.stored ? await bytesOf(ctx).readAttachment({ id: att.id, emailId: email.id }) : null;
   if (!content) {
     throw new AppError("not_found", `Attachment ${n} (${att.filename}) was not stored and cannot be downloaded`);
   }
