@@ -128,6 +128,9 @@ describe("metrics and health of every service process", () => {
       waitFor(async () => metricValue(await scrape(name), metric, labels) >= 1 || false, {
         what: `${name}: ${metric}${JSON.stringify(labels)} ≥ 1`,
         timeoutMs: 60_000,
+      }).catch((err: Error) => {
+        // What the service said is what explains a counter that did not move.
+        throw new Error(`${err.message}\n${name} logged:\n${proc(name).stdout().slice(-3000)}`);
       });
 
     await moved("smtp-ingest", "mailroom_smtp_messages_accepted_total");
