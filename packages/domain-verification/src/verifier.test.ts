@@ -19,13 +19,14 @@ let env: TestEnv;
 let prisma: PrismaClient;
 let server: DnsServer;
 let dnsClient: DomainDns;
+let shortDns: DomainDns;
 let accountId: string;
 let now: Date;
 const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
 
-const opts = (): VerifierOptions => ({
+const opts = (dns: DomainDns = dnsClient): VerifierOptions => ({
   prisma,
-  dns: dnsClient,
+  dns,
   logger,
   now: () => now,
   pollIntervalMs: 1_000,
@@ -70,7 +71,11 @@ beforeAll(async () => {
   env = await createTestEnv();
   prisma = createPrisma(env.databaseUrl, { max: 4 });
   server = await startDnsServer();
-  dnsClient = createDomainDns({ servers: [server.server], timeoutMs: 250, tries: 1 });
+  // A generous timeout: on a busy machine a loopback answer can take far longer than usual, and
+  // a late answer must not turn a conclusive check into an inconclusive one. The timeout test
+  // uses its own short-timeout client against answers held back far longer than that.
+  dnsClient = createDomainDns({ servers: [server.server], timeoutMs: 10_000, tries: 1 });
+  shortDns = createDomainDns({ servers: [server.server], timeoutMs: 250, tries: 1 });
   accountId = newId("account");
   await prisma.account.create({ data: { id: accountId, name: "verifier test" } });
 });
@@ -218,15 +223,17 @@ describe("DNS failures change nothing", () => {
       data: { verifyStartedAt: new Date(now.getTime() - PENDING_WINDOW_MS - MIN) },
     });
 
+    // Held back 2 s against a 250 ms timeout: both timers run in this process, so the client's
+    // always fires first, however busy the machine is.
     server.setDelay(2_000);
     advance(MIN);
-    const stats = await runDueChecks(opts());
+    const stats = await runDueChecks(opts(shortDns));
     expect(stats).toMatchObject({ checked: 3, transitions: { inconclusive: 3 } });
     expect(await reload(pending.row.id)).toMatchObject({ status: "pending" });
     expect(await reload(expiring.row.id)).toMatchObject({ status: "pending" });
     expect(await reload(verified.row.id)).toMatchObject({ status: "verified", warning: null });
 
-    const manual = await verifyNow(opts(), pending.row.id);
+    const manual = await verifyNow(opts(shortDns), pending.row.id);
     expect(manual?.domain.status).toBe("pending");
     for (const r of manual?.records ?? [])
       expect(r).toMatchObject({ found: false, error: "DNS lookup failed: ETIMEOUT" });
