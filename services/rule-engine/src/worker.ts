@@ -2,6 +2,7 @@ import { dependencyErrors } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
 import { processWithBudget } from "./attempts.ts";
+import { isDependencyOutage } from "./outage.ts";
 import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";
 import { createParser } from "./parse.ts";
@@ -57,7 +58,11 @@ export function startRuleEngine(
   // Without a listener an "error" (e.g. Redis restarting under a running job) would be thrown.
   // Rate-limited: while Redis is down every reconnect attempt lands here.
   worker.on("error", (err) => dependencyErrors(deps.logger).report("redis", err, { source: "inbound worker" }));
-  worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed"));
+  worker.on("failed", (job, err) => {
+    // An outage fails every job that comes up (and each of its retries): one line per window, not one per job.
+    if (isDependencyOutage(err)) dependencyErrors(deps.logger).report("postgres", err, { source: "inbound job" });
+    else deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed");
+  });
   let sweeping = false;
   const timer = setInterval(() => {
     if (sweeping) return; // one pass at a time
