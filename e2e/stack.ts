@@ -68,6 +68,8 @@ export type StackOptions = {
   eventsHeartbeatMs?: number;
   /** BYTE_STORE=s3 against this store (and SIGNED_URL_TTL_SECONDS); default: bytes in Postgres. */
   s3?: { settings: S3Settings; signedUrlTtlSeconds?: number };
+  /** SIGNED_URL_SECRET: with Postgres bytes, payload links the API serves without a key. */
+  signedUrlSecret?: string;
 };
 
 const noDns: DnsResolve = async () => {
@@ -100,6 +102,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const app = createApp({
     prisma,
     ...withBytes,
+    ...(opts.signedUrlSecret ? { signedUrlSecret: opts.signedUrlSecret } : {}),
     redis: producer,
     events,
     logger,
@@ -177,6 +180,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       sweepGraceMs: opts.dispatcher?.sweepGraceMs ?? 30_000,
       events: publishEvent,
       ...(bytes ? { attachmentLinks: attachmentLinks(bytes, opts.s3?.signedUrlTtlSeconds ?? 3600) } : {}),
+      ...(opts.signedUrlSecret
+        ? {
+            attachmentLinks: attachmentLinks(createByteStore({ backend: "postgres" }, poolOf(prisma)), 3600, {
+              publicApiUrl: apiUrl,
+              secret: opts.signedUrlSecret,
+            }),
+          }
+        : {}),
     });
     closers.push(() => dispatcher.close());
   }

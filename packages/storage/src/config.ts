@@ -20,6 +20,12 @@ export const byteStoreEnv = {
   S3_FORCE_PATH_STYLE: envBoolean(false),
   /** Lifetime of the attachment links in webhook payloads (S3: presigned URLs; 60 s to 7 days, S3's maximum). */
   SIGNED_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(604_800).default(86_400),
+  /**
+   * BYTE_STORE=postgres: key of the HMAC in attachment links the API serves without an API key
+   * (the dispatcher signs, the API checks; set the same value in both). Unset: payload links are
+   * the API's own, which need a key, as before.
+   */
+  SIGNED_URL_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
 };
 
 type ByteStoreEnvValues = {

@@ -6,6 +6,7 @@ import type { ByteStore } from "./store.ts";
 
 export type { ByteStoreConfig, S3Settings } from "./config.ts";
 export { byteStoreConfig, byteStoreEnv, requireS3Settings } from "./config.ts";
+export { checkAttachmentLink, SIGNED_LINK_PATH, signAttachmentLink } from "./link-signing.ts";
 export { type AttachmentLinks, attachmentLinks } from "./links.ts";
 export { postgresByteStore } from "./postgres.ts";
 export { attachmentKey, rawKey, s3ByteStore, s3Client } from "./s3.ts";

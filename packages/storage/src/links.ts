@@ -1,3 +1,4 @@
+import { signAttachmentLink } from "./link-signing.ts";
 import type { ByteStore } from "./store.ts";
 
 type LinkableAttachment = { id?: string; index: number; filename: string; contentType: string; stored: boolean };
@@ -9,16 +10,25 @@ export type AttachmentLinks = (
 ) => Promise<ReadonlyMap<number, string>>;
 
 /**
- * The webhook payload's attachment links: URLs signed by the byte store that work without an API
- * key for `ttlSeconds`. A backend without its own links (Postgres) gives none, and the payload
- * keeps the API's link.
+ * The webhook payload's attachment links: URLs that work without an API key for `ttlSeconds`.
+ * The object store presigns its own; a backend without (Postgres) gets a link the API serves and
+ * checks (link-signing.ts) when `api` (SIGNED_URL_SECRET) is given, and otherwise none: the payload
+ * then keeps the API's link, which needs a key.
  */
-export function attachmentLinks(store: ByteStore, ttlSeconds: number): AttachmentLinks {
+export function attachmentLinks(
+  store: ByteStore,
+  ttlSeconds: number,
+  api?: { publicApiUrl: string; secret: string },
+  now: () => Date = () => new Date(),
+): AttachmentLinks {
   return async (emailId, attachments) => {
     const links = new Map<number, string>();
+    const expiresAt = new Date(now().getTime() + ttlSeconds * 1000);
     for (const a of attachments) {
       if (!a.stored || !a.id) continue;
-      const url = await store.presignAttachment({ ...a, id: a.id, emailId }, ttlSeconds);
+      const url =
+        (await store.presignAttachment({ ...a, id: a.id, emailId }, ttlSeconds)) ??
+        (api ? signAttachmentLink(api, emailId, a.index, expiresAt) : null);
       if (url) links.set(a.index, url);
     }
     return links;

@@ -7,6 +7,7 @@ import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import { z } from "zod";
 import { byteStoreConfig, byteStoreEnv, requireS3Settings } from "./config.ts";
 import { createByteStore } from "./index.ts";
+import { checkAttachmentLink, signAttachmentLink } from "./link-signing.ts";
 import { attachmentKey, rawKey, s3Client } from "./s3.ts";
 import type { ByteStore } from "./store.ts";
 import { type LocalS3, startLocalS3 } from "./testing.ts";
@@ -238,5 +239,31 @@ describe("settings", () => {
     expect(byteStoreConfig(parsed)).toMatchObject({ backend: "s3", s3: { bucket: "mail", forcePathStyle: true } });
     expect(parsed.SIGNED_URL_TTL_SECONDS).toBe(600);
     expect(schema.safeParse({ SIGNED_URL_TTL_SECONDS: "10" }).success).toBe(false);
+  });
+});
+
+describe("API-served signed links (Postgres)", () => {
+  const secret = "s".repeat(32);
+  const at = new Date("2026-06-01T12:00:00.000Z");
+  const url = new URL(signAttachmentLink({ publicApiUrl: "https://api.example/", secret }, "em_1", 2, at));
+  const q = Object.fromEntries(url.searchParams);
+
+  it("names one attachment and expires", () => {
+    expect(url.pathname).toBe("/files/emails/em_1/attachments/2");
+    expect(checkAttachmentLink(secret, "em_1", 2, q, new Date(at.getTime() - 1000))).toEqual({ ok: true });
+    expect(checkAttachmentLink(secret, "em_1", 2, q, at)).toEqual({ ok: false, reason: "expired" });
+  });
+  it("refuses another email, attachment, expiry or secret", () => {
+    const before = new Date(at.getTime() - 1000);
+    expect(checkAttachmentLink(secret, "em_2", 2, q, before).ok).toBe(false);
+    expect(checkAttachmentLink(secret, "em_1", 1, q, before).ok).toBe(false);
+    expect(checkAttachmentLink(secret, "em_1", 2, { ...q, expires: String(Number(q.expires) + 60) }, before).ok).toBe(
+      false,
+    );
+    expect(checkAttachmentLink("t".repeat(32), "em_1", 2, q, before).ok).toBe(false);
+    expect(checkAttachmentLink(secret, "em_1", 2, { expires: q.expires }, before)).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
   });
 });

@@ -15,6 +15,7 @@ import { refuseUnstorableText } from "./lib/storable-text.ts";
 import { mcpRouter } from "./mcp/http.ts";
 import type { OpsContext } from "./ops/context.ts";
 import { outboundBodyParser } from "./routes/outbound.ts";
+import { signedFilesRouter } from "./routes/signed-files.ts";
 import { v1Router } from "./routes/v1.ts";
 
 export type AppDeps = OpsContext & {
@@ -25,6 +26,8 @@ export type AppDeps = OpsContext & {
   registry?: Registry;
   /** True once shutdown began: /readyz answers 503 so the load balancer stops sending requests. */
   draining?: () => boolean;
+  /** SIGNED_URL_SECRET: serve the signed attachment links of webhook payloads (routes/signed-files.ts). */
+  signedUrlSecret?: string;
 };
 
 const API_VERSION = "1.0.0";
@@ -105,6 +108,9 @@ export function createApp(deps: AppDeps): Express {
       },
     ),
   );
+
+  // Signed attachment links carry their own authorisation (HMAC + expiry), so they come before the key check.
+  if (deps.signedUrlSecret) app.use(signedFilesRouter(deps, deps.signedUrlSecret));
 
   // Authenticate before parsing, so an anonymous caller learns nothing but 401; then the per-key
   // rate limit, which also sets the RateLimit-* headers of every authenticated response.

@@ -59,6 +59,7 @@ try {
   const app = createApp({
     prisma,
     bytes,
+    ...(env.SIGNED_URL_SECRET ? { signedUrlSecret: env.SIGNED_URL_SECRET } : {}),
     registry: obs.registry,
     draining: () => obs.health.draining,
     redis,

@@ -59,7 +59,11 @@ try {
     logger,
     send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver, pool }),
     publicApiUrl: env.PUBLIC_API_URL,
-    attachmentLinks: attachmentLinks(bytes, env.SIGNED_URL_TTL_SECONDS),
+    attachmentLinks: attachmentLinks(
+      bytes,
+      env.SIGNED_URL_TTL_SECONDS,
+      env.SIGNED_URL_SECRET ? { publicApiUrl: env.PUBLIC_API_URL, secret: env.SIGNED_URL_SECRET } : undefined,
+    ),
     backoffUnitMs: env.BACKOFF_UNIT_MS,
     connection: workerRedis,
     prefix: env.REDIS_PREFIX,

@@ -1,4 +1,4 @@
-import { Router } from "express";
+import { type Response, Router } from "express";
 import { z } from "zod";
 import { accountOf, parse } from "../lib/http.ts";
 import { documented } from "../lib/route.ts";
@@ -12,6 +12,14 @@ const binary = z.string().meta({ format: "binary" });
 /** A stored content type, or octet-stream when it is not a plain `type/subtype[; params]` value. */
 const safeContentType = (ct: string): string =>
   /^[\w.+-]+\/[\w.+-]+(?:\s*;[\x20-\x7e]*)?$/.test(ct) && ct.length <= 200 ? ct : "application/octet-stream";
+
+/** An attachment as a download, never rendered: an HTML attachment must not run in the API's origin. */
+export function sendAttachment(res: Response, att: { filename: string; contentType: string; content: Uint8Array }) {
+  res.attachment(att.filename);
+  res.setHeader("Content-Type", safeContentType(att.contentType));
+  res.setHeader("X-Content-Type-Options", "nosniff");
+  res.send(Buffer.from(att.content.buffer, att.content.byteOffset, att.content.byteLength));
+}
 
 export function emailsRouter(ctx: OpsContext): Router {
   const r = Router();
@@ -77,12 +85,7 @@ export function emailsRouter(ctx: OpsContext): Router {
       },
       async (req, res) => {
         const p = parse(attachmentParams, req.params, "path");
-        const att = await getAttachment(ctx, accountOf(req), p.id, Number(p.n));
-        // Always a download, never rendered: an HTML attachment must not run in the API's origin.
-        res.attachment(att.filename);
-        res.setHeader("Content-Type", safeContentType(att.contentType));
-        res.setHeader("X-Content-Type-Options", "nosniff");
-        res.send(Buffer.from(att.content));
+        sendAttachment(res, await getAttachment(ctx, accountOf(req), p.id, Number(p.n)));
       },
     ),
   );
