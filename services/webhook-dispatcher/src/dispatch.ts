@@ -71,8 +71,10 @@ export async function attemptDelivery(
     dueBy: new Date(at.getTime() + EARLY_TOLERANCE_MS),
     now: at,
     leaseMarginMs: SLOT_LEASE_MARGIN_MS,
+    busyEndpoints: deps.slots?.busyEndpoints?.() ?? [],
   });
   if (!d) return whyNotClaimed(deps, deliveryId, opts.expectedAttempt, at);
+  if (d.busy) return { outcome: "busy", endpointId: d.endpointId };
   const attempt = d.attemptCount + 1;
   const timeoutMs = d.endpoint.timeoutSeconds * 1000;
   const holder = opts.holder ?? `${d.id}.${attempt}`;

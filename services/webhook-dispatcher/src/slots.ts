@@ -9,6 +9,8 @@ import type { Redis } from "@mailroom/queues";
 export type EndpointSlots = {
   acquire(endpointId: string, holder: string, leaseMs: number): Promise<boolean>;
   release(endpointId: string, holder: string): Promise<void>;
+  /** Endpoints an acquire would refuse at once without asking anyone (see LocalSlots.saturated). */
+  busyEndpoints?(): string[];
 };
 
 /** The Redis semaphore also renews a lease that changed hands in one process (createLocalSlots). */
@@ -68,7 +70,7 @@ export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit:
  * long before the lease could run out. Should it fail (Redis away), a long attempt may outlive the
  * lease and another process may run one attempt above the limit for a while; no delivery is affected.
  */
-export type LocalSlots = EndpointSlots & {
+export type LocalSlots = Required<EndpointSlots> & {
   /** True when a job for this endpoint would neither get a slot nor a place to wait here. */
   saturated(endpointId: string): boolean;
 };
@@ -92,6 +94,7 @@ export function createLocalSlots(
     }
     return l;
   };
+  const full = (l: Local) => l.held.size >= opts.limit && l.waiters.length >= opts.maxWaiters;
   const forget = (id: string, l: Local) => {
     if (l.held.size === 0 && l.waiters.length === 0) locals.delete(id);
   };
@@ -116,7 +119,12 @@ export function createLocalSlots(
   return {
     saturated(endpointId) {
       const l = locals.get(endpointId);
-      return !!l && l.held.size >= opts.limit && l.waiters.length >= opts.maxWaiters;
+      return !!l && full(l);
+    },
+    busyEndpoints() {
+      const out: string[] = [];
+      for (const [id, l] of locals) if (full(l)) out.push(id);
+      return out;
     },
     async acquire(endpointId, holder, leaseMs) {
       const l = local(endpointId);

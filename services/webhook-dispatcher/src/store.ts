@@ -34,8 +34,15 @@ export type LoadedDelivery = {
   email: EmailRow & { recipient: string | null; attachments: AttachmentRow[]; domain: { domain: string } | null };
 };
 
-/** A delivery claimed for its next attempt: `nextAttemptAt` is the lease, `previousNextAttemptAt` what it replaced. */
-export type ClaimedDelivery = LoadedDelivery & { nextAttemptAt: Date; previousNextAttemptAt: Date | null };
+/**
+ * A delivery claimed for its next attempt: `nextAttemptAt` is the lease, `previousNextAttemptAt` what
+ * it replaced. `busy`: its endpoint was one of `busyEndpoints`, so the row was left as it was.
+ */
+export type ClaimedDelivery = LoadedDelivery & {
+  nextAttemptAt: Date;
+  previousNextAttemptAt: Date | null;
+  busy: boolean;
+};
 
 type Row = Omit<LoadedDelivery, "endpoint" | "email"> & {
   ep_type: string;
@@ -87,17 +94,19 @@ export async function loadDelivery(prisma: PrismaClient, id: string): Promise<Lo
  * retrying, on an active HTTP endpoint, due by `dueBy`, and (with `expectedCount`) still at that
  * attempt count. nextAttemptAt moves to a lease of the endpoint's timeout plus `leaseMarginMs` from
  * `now`; the row lock (FOR UPDATE, re-checked after a concurrent update) makes two claimers of one
- * attempt exclusive. Null: not claimable now; `loadDelivery` says why.
+ * attempt exclusive. Null: not claimable now; `loadDelivery` says why. A delivery for one of
+ * `busyEndpoints` (no slot free in this process) comes back with `busy` and is not claimed: the job
+ * learns its endpoint in the same round trip, with nothing to give back.
  */
 export async function claimDelivery(
   prisma: PrismaClient,
   id: string,
-  opts: { expectedCount?: number; dueBy: Date; now: Date; leaseMarginMs: number },
+  opts: { expectedCount?: number; dueBy: Date; now: Date; leaseMarginMs: number; busyEndpoints?: string[] },
 ): Promise<ClaimedDelivery | null> {
-  const { rows } = await poolOf(prisma).query<Row & { previousNextAttemptAt: Date | null }>(
+  const { rows } = await poolOf(prisma).query<Row & { previousNextAttemptAt: Date | null; busy: boolean }>(
     `
     WITH due AS (
-      SELECT d."id", d."nextAttemptAt", ep."timeoutSeconds"
+      SELECT d."id", d."nextAttemptAt", ep."timeoutSeconds", d."endpointId" = ANY($6::text[]) AS "busy"
         FROM "deliveries" d
         JOIN "endpoints" ep ON ep."id" = d."endpointId"
        WHERE d."id" = $1 AND d."status" IN ('pending', 'retrying') AND ($2::int IS NULL OR d."attemptCount" = $2::int)
@@ -105,19 +114,24 @@ export async function claimDelivery(
          FOR UPDATE OF d
     ), claimed AS (
       UPDATE "deliveries" d
-         SET "nextAttemptAt" = $4::timestamptz + (due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond',
-             "updatedAt" = now()
+         SET "nextAttemptAt" = CASE WHEN due."busy" THEN d."nextAttemptAt"
+                               ELSE $4::timestamptz + (due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond' END,
+             "updatedAt" = CASE WHEN due."busy" THEN d."updatedAt" ELSE now() END
         FROM due
        WHERE d."id" = due."id"
-      RETURNING d.*, due."nextAttemptAt" AS "previousNextAttemptAt"
+      RETURNING d.*, due."nextAttemptAt" AS "previousNextAttemptAt", due."busy"
     )
-    ${selectLoaded("claimed", `, d."previousNextAttemptAt"`)}`,
-    [id, opts.expectedCount ?? null, opts.dueBy, opts.now, opts.leaseMarginMs],
+    ${selectLoaded("claimed", `, d."previousNextAttemptAt", d."busy"`)}`,
+    [id, opts.expectedCount ?? null, opts.dueBy, opts.now, opts.leaseMarginMs, opts.busyEndpoints ?? []],
   );
   const r = rows[0];
-  return r
-    ? { ...fromRow(r), nextAttemptAt: r.nextAttemptAt as Date, previousNextAttemptAt: r.previousNextAttemptAt }
-    : null;
+  if (!r) return null;
+  const claimed = {
+    nextAttemptAt: r.nextAttemptAt as Date,
+    previousNextAttemptAt: r.previousNextAttemptAt,
+    busy: r.busy,
+  };
+  return { ...fromRow(r), ...claimed };
 }
 
 /**

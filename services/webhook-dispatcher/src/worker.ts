@@ -74,6 +74,7 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       parking.finished(endpointId, holder);
       return slots.release(endpointId, holder);
     },
+    busyEndpoints: () => slots.busyEndpoints(),
   };
   const deps: DispatchDeps = { ...opts, slots: pacedSlots };
   const worker = createWorker(
