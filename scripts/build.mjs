@@ -21,6 +21,7 @@ const workspaces = ["packages", "services", "tools"]
   .filter((ws) => existsSync(join(root, ws, "package.json")) && !excluded.has(ws))
   .sort();
 
+const consoleConfig = join(root, "services/api/console/vite.config.ts");
 rmSync(out, { recursive: true, force: true });
 const tsc = join(root, "node_modules/typescript/bin/tsc");
 execFileSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json"), "--outDir", out], {
@@ -61,6 +62,14 @@ rootPkg.scripts = {
 writeFileSync(join(out, "package.json"), `${JSON.stringify(rootPkg, null, 2)}\n`);
 cpSync(join(root, "package-lock.json"), join(out, "package-lock.json"));
 cpSync(join(root, "prisma/migrations"), join(out, "prisma/migrations"), { recursive: true });
+
+// The console's web app (React, bundled by Vite into static files the API serves at /console):
+// built in the checkout (where `npm start` serves it from) and copied beside the compiled API.
+execFileSync(process.execPath, [join(root, "node_modules/vite/bin/vite.js"), "build", "--config", consoleConfig], {
+  cwd: root,
+  stdio: "inherit",
+});
+cpSync(join(root, "services/api/console/dist"), join(out, "services/api/console/dist"), { recursive: true });
 
 // Run in place from a checkout: @mailroom/* resolve to dist's compiled workspaces first (Node looks in
 // dist/node_modules before the checkout's node_modules, which serves every third-party package).

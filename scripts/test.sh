@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 source scripts/ensure-node.sh
 bash scripts/install-deps.sh
 if [ -f scripts/setup-test-tools.sh ]; then bash scripts/setup-test-tools.sh; fi
+# The console bundle the browser tests load (scripts/run.sh builds it through npm run build).
+npm run -s console:build
 npm run -s typecheck
 npm run -s lint
 npm test

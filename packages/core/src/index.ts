@@ -4,6 +4,7 @@ export * from "./chat.ts";
 export * from "./dkim.ts";
 export * from "./domains.ts";
 export * from "./errors.ts";
+export * from "./members.ts";
 export * from "./outbound.ts";
 export * from "./payload.ts";
 export * from "./payload-schema.ts";

@@ -18,6 +18,9 @@ export const ID_PREFIX = {
   attachment: "att",
   delivery: "dlv",
   deliveryAttempt: "dat",
+  member: "mem",
+  memberToken: "mtk",
+  consoleSession: "ses",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

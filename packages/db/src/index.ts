@@ -1,3 +1,4 @@
+export * from "./api-keys.ts";
 export * from "./blobs.ts";
 export * from "./client.ts";
 export * from "./cursor.ts";

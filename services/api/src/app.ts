@@ -4,6 +4,8 @@ import type { Registry } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
 import express, { type Express, type RequestHandler } from "express";
 import { z } from "zod";
+import { consoleApiRouter } from "./console/router.ts";
+import { consoleStatic, defaultConsoleDir } from "./console/static.ts";
 import { accessLog, routeTemplates } from "./lib/access-log.ts";
 import { authMiddleware } from "./lib/auth.ts";
 import { errorHandler } from "./lib/http.ts";
@@ -26,6 +28,10 @@ export type AppDeps = OpsContext & {
   registry?: Registry;
   /** True once shutdown began: /readyz answers 503 so the load balancer stops sending requests. */
   draining?: () => boolean;
+  /** API_TRUST_PROXY: X-Forwarded-Proto from the proxy in front counts as TLS (Secure console cookies). */
+  trustProxy?: boolean;
+  /** Where the console's built bundle is (default: services/api/console/dist). */
+  consoleDir?: string;
   /** SIGNED_URL_SECRET: serve the signed attachment links of webhook payloads (routes/signed-files.ts). */
   signedUrlSecret?: string;
 };
@@ -132,6 +138,20 @@ export function createApp(deps: AppDeps): Express {
       rateLimit: rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
     }),
   );
+
+  // The console (issue 17): its JSON API (session cookie + CSRF, same routers and ops as /api/v1)
+  // and the built web app.
+  app.use(
+    "/console/api",
+    consoleApiRouter({
+      ctx: deps,
+      redis: deps.redis,
+      bodyLimit: deps.bodyLimit,
+      rateLimit: deps.rateLimit ?? DEFAULT_RATE_LIMIT,
+      trustProxy: deps.trustProxy ?? false,
+    }),
+  );
+  app.use("/console", consoleStatic(deps.consoleDir ?? defaultConsoleDir()));
 
   app.use(notFoundOrMethodNotAllowed(allRoutes));
   app.use(errorHandler(deps.logger));

@@ -29,6 +29,11 @@ export const apiEnvSchema = z.object({
    * the dispatcher asks at delivery.
    */
   DNS_SERVERS: dnsServersEnv,
+  /**
+   * The API is behind a reverse proxy that terminates TLS and sets X-Forwarded-Proto: a value of
+   * `https` then marks console session cookies Secure. Off by default: a client could forge it.
+   */
+  API_TRUST_PROXY: envBoolean(false),
 });
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;

@@ -65,6 +65,7 @@ try {
     redis,
     logger,
     bodyLimit: env.API_BODY_LIMIT,
+    trustProxy: env.API_TRUST_PROXY,
     rateLimit: {
       limit: env.RATE_LIMIT_REQUESTS,
       windowSeconds: env.RATE_LIMIT_WINDOW_SECONDS,

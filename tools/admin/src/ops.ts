@@ -1,6 +1,5 @@
-import { createHash } from "node:crypto";
 import { DEFAULT_ADMIN_PLAN, limitValue, type PlanName, planLimits } from "@mailroom/core";
-import { monthlyReceived, newId, type PrismaClient, randomBase62 } from "@mailroom/db";
+import { apiKeyView, monthlyReceived, newApiKey, newId, type PrismaClient } from "@mailroom/db";
 
 /**
  * What each admin command does to the database, independent of how it was invoked (argument
@@ -86,14 +85,14 @@ export async function createKey(
 ) {
   const account = await prisma.account.findUnique({ where: { id: input.accountId } });
   if (!account) throw new AdminError(`account ${input.accountId} not found`);
-  const key = `svc_${randomBase62(43)}`;
+  const { key, prefix, hash } = newApiKey();
   const row = await prisma.apiKey.create({
     data: {
       id: newId("apiKey"),
       accountId: input.accountId,
       name: input.name ?? null,
-      prefix: key.slice(0, 12),
-      hash: createHash("sha256").update(key).digest("hex"),
+      prefix,
+      hash,
       scope: input.scope,
     },
   });
@@ -115,28 +114,13 @@ export async function revokeKey(prisma: PrismaClient, id: string) {
   return { id, revoked: true };
 }
 
-type KeyRow = {
-  id: string;
-  accountId: string;
-  name: string | null;
-  prefix: string;
-  scope: string | null;
-  revokedAt: Date | null;
-  lastUsedAt: Date | null;
-  createdAt: Date;
-};
+type KeyRow = Parameters<typeof apiKeyView>[0] & { accountId: string };
 
 /** Never the key or its hash: the prefix is what an operator recognises a key by. */
-const keyView = (k: KeyRow) => ({
-  id: k.id,
-  accountId: k.accountId,
-  name: k.name,
-  prefix: k.prefix,
-  scope: k.scope ?? "full",
-  revokedAt: iso(k.revokedAt),
-  lastUsedAt: iso(k.lastUsedAt),
-  createdAt: k.createdAt.toISOString(),
-});
+const keyView = (k: KeyRow) => {
+  const { id, ...rest } = apiKeyView(k);
+  return { id, accountId: k.accountId, ...rest };
+};
 
 export async function listKeys(prisma: PrismaClient, accountId?: string): Promise<Row[]> {
   const rows = await prisma.apiKey.findMany({

@@ -2,6 +2,7 @@ import { DEFAULT_ADMIN_PLAN, PLAN_NAMES, type PlanName } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { record, table } from "./format.ts";
+import * as memberOps from "./members.ts";
 import * as ops from "./ops.ts";
 import { AdminError, type Row } from "./ops.ts";
 
@@ -29,7 +30,7 @@ class UsageError extends Error {}
  */
 function buildProgram(getPrisma: () => PrismaClient, io: Io, done: (output: Output, json: boolean) => void) {
   const program = new Command("admin")
-    .description("mailroom operator commands: accounts, API keys, domains")
+    .description("mailroom operator commands: accounts, API keys, domains, console members")
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .showHelpAfterError("(run with --help for usage)")
@@ -124,6 +125,28 @@ function buildProgram(getPrisma: () => PrismaClient, io: Io, done: (output: Outp
   leaf(domains, "show", "one domain with its DNS records")
     .requiredOption("--domain <domain>", "domain name")
     .action(one((o) => ops.showDomain(getPrisma(), str(o.domain))));
+
+  const members = program.command("members").description("console members (they sign in at /console)");
+  const consoleUrl = () =>
+    new Option("--console-url <url>", "base URL of the console in the printed link")
+      .env("PUBLIC_API_URL")
+      .default("http://localhost:3000");
+  leaf(members, "create", "add a member to an account and print their one-time set-password link (24 h)")
+    .requiredOption("--account <id>", "account id (acc_…)")
+    .requiredOption("--email <email>", "the member's email; they sign in with it")
+    .addOption(consoleUrl())
+    .action(one((o) => memberOps.createMember(getPrisma(), str(o.account), str(o.email), str(o.consoleUrl))));
+  leaf(
+    members,
+    "reset-password",
+    "print a new one-time set-password link (earlier links stop working; lifts a lockout)",
+  )
+    .requiredOption("--email <email>", "the member's email")
+    .addOption(consoleUrl())
+    .action(one((o) => memberOps.resetPassword(getPrisma(), str(o.email), str(o.consoleUrl))));
+  leaf(members, "list", "list an account's members (never a password or link)")
+    .requiredOption("--account <id>", "account id (acc_…)")
+    .action(list((o) => memberOps.listMembers(getPrisma(), str(o.account))));
 
   return program;
 }

@@ -1,0 +1,83 @@
+/**
+ * The console's only way to the server: same-origin JSON under /console/api. The session cookie
+ * travels by itself (HttpOnly); every write carries the CSRF token the session answer gave us.
+ */
+let csrfToken: string | undefined;
+
+export const setCsrfToken = (token: string | undefined) => {
+  csrfToken = token;
+};
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+  /** The field a 400 names (`domain: must be …` → `domain`), to show the error next to it. */
+  get field(): string | undefined {
+    return this.status === 400 ? /^([\w.]+): /.exec(this.message)?.[1] : undefined;
+  }
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (method !== "GET" && csrfToken) headers["x-csrf-token"] = csrfToken;
+  const res = await fetch(`/console/api${path}`, {
+    method,
+    headers,
+    credentials: "same-origin",
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  const data = text ? (JSON.parse(text) as unknown) : null;
+  if (!res.ok) {
+    const message = (data as { error?: string } | null)?.error ?? `HTTP ${res.status}`;
+    if (res.status === 401 && path !== "/session") window.dispatchEvent(new Event("console:signed-out"));
+    throw new ApiError(res.status, message);
+  }
+  return data as T;
+}
+
+export type Session = { email: string; accountId: string; csrfToken: string };
+
+export type Overview = {
+  account: {
+    id: string;
+    name: string;
+    plan: string;
+    limits: { shieldRules: number | null; monthlyAllotment: number | null };
+    usage: { month: string; received: number; remaining: number | null; shieldRules: number };
+  };
+  mailToday: number;
+  deliveries: { dead: number; retrying: number };
+  counts: { domains: number; endpoints: number; addresses: number };
+};
+
+export type Delivery = {
+  id: string;
+  emailId: string;
+  endpointId: string;
+  status: "pending" | "retrying" | "delivered" | "dead";
+  attemptCount: number;
+  maxAttempts: number;
+  nextAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type Page<T> = { data: T[]; nextCursor: string | null };
+
+export type ApiKey = {
+  id: string;
+  name: string | null;
+  prefix: string;
+  scope: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+};

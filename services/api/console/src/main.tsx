@@ -1,0 +1,118 @@
+import { StrictMode, useCallback, useEffect, useState } from "react";
+import { createRoot } from "react-dom/client";
+import { api, type Overview, type Session, setCsrfToken } from "./api.ts";
+import { Loading } from "./components.tsx";
+import { ApiKeys } from "./pages/api-keys.tsx";
+import { Deliveries } from "./pages/deliveries.tsx";
+import { Overview as OverviewPage } from "./pages/overview.tsx";
+import { SetPassword } from "./pages/set-password.tsx";
+import { SignIn } from "./pages/sign-in.tsx";
+import { navigate, usePath } from "./router.ts";
+import "./styles.css";
+
+const NAV = [
+  { path: "/", label: "Overview" },
+  { path: "/deliveries", label: "Deliveries" },
+  { path: "/api-keys", label: "API keys" },
+] as const;
+
+function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
+  const path = usePath();
+  const [dead, setDead] = useState<number>();
+  // The navigation's dead-delivery count: on load, after every page action, and each minute.
+  const refresh = useCallback(() => {
+    api<Overview>("GET", "/overview").then(
+      (o) => setDead(o.deliveries.dead),
+      () => undefined,
+    );
+  }, []);
+  useEffect(() => {
+    refresh();
+    const t = setInterval(refresh, 60_000);
+    return () => clearInterval(t);
+  }, [refresh]);
+  return (
+    <div className="shell">
+      <header className="top">
+        <span className="brand">mailroom</span>
+        <nav aria-label="Console">
+          {NAV.map((n) => (
+            <a
+              key={n.path}
+              href={`/console${n.path === "/" ? "/" : n.path}`}
+              aria-current={path === n.path ? "page" : undefined}
+              onClick={(e) => {
+                e.preventDefault();
+                navigate(n.path === "/" ? "/" : n.path);
+              }}
+            >
+              {n.label}
+              {n.path === "/deliveries" && dead !== undefined && dead > 0 && (
+                <span className="count" data-testid="dead-count" title={`${dead} dead deliveries`}>
+                  {dead}
+                </span>
+              )}
+            </a>
+          ))}
+        </nav>
+        <span className="who">
+          {session.email}{" "}
+          <button
+            type="button"
+            className="btn"
+            onClick={async () => {
+              await api("DELETE", "/session").catch(() => undefined);
+              onSignOut();
+            }}
+          >
+            Sign out
+          </button>
+        </span>
+      </header>
+      <main className="content">
+        {path === "/deliveries" ? (
+          <Deliveries onChanged={refresh} />
+        ) : path === "/api-keys" ? (
+          <ApiKeys />
+        ) : (
+          <OverviewPage />
+        )}
+      </main>
+    </div>
+  );
+}
+
+function App() {
+  const path = usePath();
+  const [session, setSession] = useState<Session | null>();
+  const signedIn = (s: Session | null) => {
+    setCsrfToken(s?.csrfToken);
+    setSession(s);
+  };
+  useEffect(() => {
+    api<Session>("GET", "/session").then(signedIn, () => signedIn(null));
+    const out = () => signedIn(null);
+    window.addEventListener("console:signed-out", out);
+    return () => window.removeEventListener("console:signed-out", out);
+  }, []);
+  if (path === "/set-password") return <SetPassword />;
+  if (session === undefined) return <Loading />;
+  if (session === null)
+    return (
+      <SignIn
+        onSignedIn={(s) => {
+          signedIn(s);
+          if (path === "/sign-in") navigate("/");
+        }}
+      />
+    );
+  return <Shell session={session} onSignOut={() => signedIn(null)} />;
+}
+
+const root = document.getElementById("root");
+if (root)
+  createRoot(root).render(
+    <StrictMode>
+      <App />
+    </StrictMode>,
+  );

@@ -1,0 +1,115 @@
+import { type FormEvent, useState } from "react";
+import { ApiError, type ApiKey, api } from "../api.ts";
+import { Button, Empty, ErrorNote, Loading, when } from "../components.tsx";
+import { useAsync } from "../use-async.ts";
+
+/** Create (the full key shown once), list, revoke (the API refuses the key on the next request). */
+export function ApiKeys() {
+  const list = useAsync(() => api<{ data: ApiKey[] }>("GET", "/api-keys"));
+  const [name, setName] = useState("");
+  const [scope, setScope] = useState<"read" | "full">("read");
+  const [created, setCreated] = useState<string>();
+  const [error, setError] = useState<ApiError>();
+  const [busy, setBusy] = useState(false);
+  const create = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const k = await api<ApiKey & { key: string }>("POST", "/api-keys", { ...(name ? { name } : {}), scope });
+      setCreated(k.key);
+      setName("");
+      await list.reload();
+    } catch (err) {
+      if (err instanceof ApiError) setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const keys = list.data?.data ?? [];
+  return (
+    <section aria-labelledby="keys-title">
+      <h1 id="keys-title">API keys</h1>
+      <form className="card inline-form" onSubmit={create} aria-label="Create an API key">
+        <label>
+          Name
+          <input value={name} maxLength={100} onChange={(e) => setName(e.target.value)} placeholder="e.g. CI" />
+          {error?.field === "name" && <span className="error">{error.message}</span>}
+        </label>
+        <label>
+          Access
+          <select value={scope} onChange={(e) => setScope(e.target.value as "read" | "full")}>
+            <option value="read">read-only</option>
+            <option value="full">full access</option>
+          </select>
+        </label>
+        <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
+          {busy ? "Creating…" : "Create key"}
+        </button>
+        {error && !error.field && <span className="error">{error.message}</span>}
+      </form>
+      {created && (
+        <div className="banner" role="status">
+          <p>Copy this key now: it is shown only once.</p>
+          <code className="secret" data-testid="new-key">
+            {created}
+          </code>{" "}
+          <button type="button" className="btn" onClick={() => navigator.clipboard?.writeText(created)}>
+            Copy
+          </button>{" "}
+          <button type="button" className="btn" onClick={() => setCreated(undefined)}>
+            Done
+          </button>
+        </div>
+      )}
+      <ErrorNote message={list.error} />
+      {list.loading && !list.data ? (
+        <Loading />
+      ) : keys.length === 0 ? (
+        <Empty title="No API keys">Create a key to use the REST API or MCP from your code.</Empty>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Prefix</th>
+              <th scope="col">Access</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last used</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map((k) => (
+              <tr key={k.id} className={k.revokedAt ? "revoked" : undefined}>
+                <td>{k.name ?? "—"}</td>
+                <td className="mono">{k.prefix}…</td>
+                <td>{k.scope === "read" ? "read-only" : "full"}</td>
+                <td>{when(k.createdAt)}</td>
+                <td>{when(k.lastUsedAt)}</td>
+                <td>
+                  {k.revokedAt ? (
+                    <span className="muted">revoked {when(k.revokedAt)}</span>
+                  ) : (
+                    <Button
+                      kind="danger"
+                      label={`Revoke key ${k.prefix}`}
+                      onClick={async () => {
+                        await api("DELETE", `/api-keys/${k.id}`);
+                        await list.reload();
+                      }}
+                    >
+                      Revoke
+                    </Button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,111 @@
+import { useState } from "react";
+import { api, type Delivery, type Page } from "../api.ts";
+import { Button, Empty, ErrorNote, Loading, when } from "../components.tsx";
+import { useAsync } from "../use-async.ts";
+
+const STATUSES = ["", "dead", "retrying", "pending", "delivered"] as const;
+
+/** Deliveries, newest first: dead ones highlighted, retry one, or all dead ones of an endpoint. */
+export function Deliveries({ onChanged }: { onChanged: () => void }) {
+  const [status, setStatus] = useState<string>(() => new URLSearchParams(window.location.search).get("status") ?? "");
+  const [error, setError] = useState<string>();
+  const list = useAsync(
+    () => api<Page<Delivery>>("GET", `/deliveries?limit=100${status ? `&status=${status}` : ""}`),
+    [status],
+  );
+  const after = async (work: Promise<unknown>) => {
+    setError(undefined);
+    try {
+      await work;
+    } catch (e) {
+      setError((e as Error).message);
+    }
+    await list.reload();
+    onChanged();
+  };
+  const rows = list.data?.data ?? [];
+  const deadEndpoints = [...new Set(rows.filter((d) => d.status === "dead").map((d) => d.endpointId))];
+  return (
+    <section aria-labelledby="deliveries-title">
+      <h1 id="deliveries-title">Deliveries</h1>
+      <div className="toolbar">
+        <label>
+          Status{" "}
+          <select value={status} onChange={(e) => setStatus(e.target.value)}>
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s || "all"}
+              </option>
+            ))}
+          </select>
+        </label>
+        {deadEndpoints.length > 1 && (
+          <Button kind="danger" onClick={() => after(api("POST", "/deliveries/retry", {}))}>
+            Retry all dead
+          </Button>
+        )}
+        {deadEndpoints.map((ep) => (
+          <Button
+            key={ep}
+            kind="danger"
+            onClick={() => after(api("POST", "/deliveries/retry", { endpointId: ep }))}
+            label={`Retry all dead deliveries of endpoint ${ep}`}
+          >
+            Retry all dead · {ep}
+          </Button>
+        ))}
+      </div>
+      <ErrorNote message={error ?? list.error} />
+      {list.loading && !list.data ? (
+        <Loading />
+      ) : rows.length === 0 ? (
+        <Empty title={status ? `No ${status} deliveries` : "No deliveries yet"}>
+          A delivery is made for each message that reaches an address routed to an endpoint.
+        </Empty>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Status</th>
+              <th scope="col">Delivery</th>
+              <th scope="col">Endpoint</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Last result</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((d) => (
+              <tr key={d.id} className={d.status === "dead" ? "dead" : undefined} data-status={d.status}>
+                <td>
+                  <span className={`badge ${d.status}`}>{d.status}</span>
+                </td>
+                <td className="mono">{d.id}</td>
+                <td className="mono">{d.endpointId}</td>
+                <td>
+                  {d.attemptCount} / {d.maxAttempts}
+                </td>
+                <td>{d.lastError ?? (d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—")}</td>
+                <td>{when(d.createdAt)}</td>
+                <td>
+                  {(d.status === "dead" || d.status === "delivered") && (
+                    <Button
+                      kind={d.status === "dead" ? "primary" : "plain"}
+                      onClick={() => after(api("POST", `/deliveries/${d.id}/retry`))}
+                      label={`Retry delivery ${d.id}`}
+                    >
+                      Retry
+                    </Button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

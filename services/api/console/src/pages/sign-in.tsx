@@ -1,0 +1,57 @@
+import { type FormEvent, useState } from "react";
+import { ApiError, api, type Session } from "../api.ts";
+
+export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      onSignedIn(await api<Session>("POST", "/session", { email, password }));
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : "Could not reach the server");
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main className="auth">
+      <form className="card" onSubmit={submit} aria-labelledby="signin-title">
+        <h1 id="signin-title">Sign in to mailroom</h1>
+        <label>
+          Email
+          <input
+            type="email"
+            autoComplete="username"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
+        </label>
+        <label>
+          Password
+          <input
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+        </label>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+        <p className="muted small">No account yet? Your operator adds you and sends a link to set your password.</p>
+      </form>
+    </main>
+  );
+}
