@@ -73,7 +73,7 @@ describe("reading real mail: raw, attachments, threads, search", () => {
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("message/rfc822");
     const spool = await stack.prisma.email.findUniqueOrThrow({ where: { id: first.id }, include: { spool: true } });
-    expect(r.bytes.equals(Buffer.from(spool.spool!.raw))).toBe(true);
+    expect(r.bytes.equals(Buffer.from(spool.spool?.raw ?? []))).toBe(true);
     const text = r.bytes.toString("latin1");
     expect(text).toContain("Message-ID: <quote-1@builders.example>");
     expect(text).toContain("Subject: Scaffolding quote");
