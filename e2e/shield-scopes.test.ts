@@ -112,7 +112,9 @@ describe("shield rule scopes end to end", () => {
       { what: "block record" },
     );
     expect(block.ruleId).toBe(ids.ccTrigger);
-    // Nothing of the message is left.
-    expect(await stack.prisma.spooledMessage.count({ where: { id: spoolId } })).toBe(0);
+    // Nothing of the message is left: the spool is purged after the block record commits.
+    await waitFor(async () => (await stack.prisma.spooledMessage.count({ where: { id: spoolId } })) === 0, {
+      what: "spool purged",
+    });
   });
 });

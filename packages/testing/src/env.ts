@@ -66,10 +66,14 @@ export async function createTestEnv(): Promise<TestEnv> {
   };
 }
 
-/** Polls `probe` until it returns a non-undefined value or the deadline passes. No blind sleeps. */
+/**
+ * Polls `probe` until it returns a non-undefined value or the deadline passes. No blind sleeps.
+ * The default deadline is generous: it only matters when the condition never comes, and CI's
+ * 2 cores may be busy enough that a message takes many seconds through the pipeline.
+ */
 export async function waitFor<T>(
   probe: () => Promise<T | undefined | null | false>,
-  { timeoutMs = 15_000, intervalMs = 50, what = "condition" } = {},
+  { timeoutMs = 45_000, intervalMs = 50, what = "condition" } = {},
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
