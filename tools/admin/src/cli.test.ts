@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 
@@ -9,6 +9,9 @@ import { createTestEnv, type TestEnv } from "@mailroom/testing";
  * test database; stdout, stderr and the exit code are what is checked.
  */
 const root = path.resolve(import.meta.dirname, "../../..");
+// Each test starts several Node processes one after another (about a second each when the machine
+// is idle, several when CI's two cores are busy): a bound, not a speed requirement.
+jest.setTimeout(300_000);
 let env: TestEnv;
 let prisma: PrismaClient;
 
