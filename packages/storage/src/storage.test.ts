@@ -203,6 +203,29 @@ describe("S3 backend (s3rver over HTTP)", () => {
   }, 60_000);
 });
 
+describe("S3 backend when the store is unreachable", () => {
+  it("leaves no row pointing at bytes that are not there: attachment stays unstored, raw stays in its row", async () => {
+    // A store on a port nothing listens on (s3rver started and stopped): every request fails.
+    const gone = await startLocalS3();
+    await gone.close();
+    const down = createByteStore({ backend: "s3", s3: gone.settings }, poolOf(prisma));
+    try {
+      const raw = Buffer.from("raw kept in the row");
+      const m = await mail(raw, "stored", [3]);
+      await expect(down.writeAttachment(m.emailId, 0, Buffer.from("abc"))).rejects.toThrow();
+      const att = await poolOf(prisma).query(`SELECT stored FROM attachments WHERE id = $1`, [m.attachmentIds[0]]);
+      expect(att.rows[0]).toEqual({ stored: false });
+      await expect(down.archiveRaw(m.spoolId)).rejects.toThrow();
+      // Still readable from the row; the working store then archives it.
+      expect((await down.readRaw(m.spoolId))?.equals(raw)).toBe(true);
+      await store.archiveRaw(m.spoolId);
+      expect((await store.readRaw(m.spoolId))?.equals(raw)).toBe(true);
+    } finally {
+      down.close();
+    }
+  }, 120_000);
+});
+
 describe("Postgres backend", () => {
   it("keeps the bytes in the rows and has no presigned links", async () => {
     const pgStore = createByteStore({ backend: "postgres" }, poolOf(prisma));
