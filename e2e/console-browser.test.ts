@@ -1,0 +1,128 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { createMember } from "../services/api/test/console-helpers.ts";
+import { type Fixture, seedAccount, seedEmail } from "../services/api/test/helpers.ts";
+import { type Stack, startStack, type TestAccount } from "./stack.ts";
+
+/**
+ * The console in a real browser (issue 17 item 4, first journeys): Debian's chromium driven by
+ * playwright-core against the stack's API serving the built bundle. Screenshots of every page go to
+ * test-artifacts/console/ (gitignored) to be looked at.
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const BUNDLE = join(import.meta.dirname, "../services/api/console/dist/index.html");
+const SHOTS = join(import.meta.dirname, "../test-artifacts/console");
+const PASSWORD = "a long enough password";
+// Generous: the machine is shared and loaded; every wait is for a condition, never a duration.
+const WAIT = { timeout: 30_000 };
+
+let stack: Stack;
+let acct: TestAccount;
+let f: Fixture;
+let browser: Browser;
+let page: Page;
+const foreign: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(BUNDLE)) throw new Error("console bundle missing: run `npm run console:build` (scripts/test.sh does)");
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run scripts/install-chromium.sh`);
+  mkdirSync(SHOTS, { recursive: true });
+  stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
+  acct = await stack.account({ plan: "free" });
+  f = await seedAccount(stack, acct, "browser.example.com");
+  // Two more messages today: the overview shows 3.
+  await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });
+  await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });
+  await createMember(stack, acct.accountId, "owner@browser.example.com", PASSWORD);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  // Every request the page makes must go to the API's own origin (no third-party hosts).
+  page.on("request", (r) => {
+    if (!r.url().startsWith(stack.apiUrl) && !r.url().startsWith("data:")) foreign.push(r.url());
+  });
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+});
+
+const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+describe("console in chromium", () => {
+  it("signs in, with a wrong password shown inline first", async () => {
+    await page.goto(`${stack.apiUrl}/console/`);
+    await page.getByLabel("Email").fill("owner@browser.example.com");
+    await page.getByLabel("Password").fill("not the password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("alert").filter({ hasText: "Wrong email or password" }).waitFor(WAIT);
+    await shot("sign-in-error");
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "test" }).waitFor(WAIT);
+    const cookies = await page.context().cookies();
+    expect(cookies.find((c) => c.name === "mailroom_console")).toMatchObject({ httpOnly: true, sameSite: "Lax" });
+  });
+
+  it("overview shows the plan, rule cap, allotment used, mail today and failing deliveries", async () => {
+    const text = async (id: string) => (await page.getByTestId(id).innerText()).replace(/\s+/g, " ");
+    await page.getByTestId("mail-today").waitFor(WAIT);
+    expect(await text("plan")).toContain("free");
+    expect(await text("rules")).toContain("1 / 3");
+    expect(await text("mail-today")).toContain("3");
+    expect(await text("failing")).toContain("1 dead · 0 retrying");
+    expect(await page.getByTestId("failing").getAttribute("class")).toContain("alert");
+    expect(await page.getByTestId("dead-count").innerText()).toBe("1");
+    await shot("overview");
+  });
+
+  it("deliveries: the dead one is highlighted, the nav counts it, retry re-opens it", async () => {
+    await page.getByRole("link", { name: /Deliveries/ }).click();
+    const row = page.locator(`tr[data-status="dead"]`, { hasText: f.deliveryId as string });
+    await row.waitFor(WAIT);
+    expect(await row.getAttribute("class")).toBe("dead");
+    const bg = await row.evaluate((el) => getComputedStyle(el).backgroundColor);
+    expect(bg).not.toBe("rgba(0, 0, 0, 0)");
+    await shot("deliveries-dead");
+
+    await page.getByRole("button", { name: `Retry delivery ${f.deliveryId}` }).click();
+    await page.locator(`tr[data-status="pending"]`, { hasText: f.deliveryId as string }).waitFor(WAIT);
+    await page.getByTestId("dead-count").waitFor({ state: "detached", ...WAIT });
+    const d = await stack.prisma.delivery.findUniqueOrThrow({ where: { id: f.deliveryId as string } });
+    expect(d.status).toBe("pending");
+    await shot("deliveries-retried");
+  });
+
+  it("API keys: create shows the key once and it works; revoke makes the API answer 401", async () => {
+    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByLabel("Name").fill("from the browser");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const key = (await page.getByTestId("new-key").innerText({ timeout: 30_000 })).trim();
+    expect(key).toMatch(/^svc_/);
+    const use = () => fetch(`${stack.apiUrl}/api/v1/account`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await use()).status).toBe(200);
+    await shot("api-keys-created");
+    await page.getByRole("button", { name: `Revoke key ${key.slice(0, 12)}` }).click();
+    await page.getByText(/^revoked /).waitFor(WAIT);
+    expect((await use()).status).toBe(401);
+    await shot("api-keys-revoked");
+  });
+
+  it("usable at phone width", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole("link", { name: "Overview" }).click();
+    await page.getByTestId("mail-today").waitFor(WAIT);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shot("overview-phone");
+  });
+
+  it("signs out, and made no request to another host", async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor(WAIT);
+    expect((await page.context().cookies()).find((c) => c.name === "mailroom_console")).toBeUndefined();
+    expect(foreign).toEqual([]);
+  });
+});
