@@ -173,7 +173,7 @@ export async function processRecipient(
   const rcpt = loaded === undefined ? await loadRecipient(pool, spoolRecipientId) : loaded;
   if (!rcpt) return { outcome: "skipped", reason: "recipient no longer spooled" };
   const result = await processLoaded(deps, rcpt, opts);
-  await archiveRaw(deps, rcpt.spoolId);
+  await archiveRaw(deps, rcpt);
   return result;
 }
 
@@ -181,9 +181,19 @@ export async function processRecipient(
  * With an object store, the raw MIME leaves the spool row once no recipient of it needs it any
  * more (packages/storage). Every outcome may be the last recipient's, so each one asks. A failure
  * fails the job: the bytes stay readable in the row meanwhile, and the retried job (which finds
- * the recipient processed and takes the skip path) archives them.
+ * the recipient processed and takes the skip path) archives them. The upload reads the message
+ * once more, so it takes its turn in the memory budget as processing does.
  */
-const archiveRaw = (deps: ProcessDeps, spoolId: string): Promise<void> => bytesOf(deps).archiveRaw(spoolId);
+async function archiveRaw(deps: ProcessDeps, rcpt: LoadedRecipient): Promise<void> {
+  const bytes = bytesOf(deps);
+  if (bytes.backend === "postgres") return;
+  const release = await deps.memoryBudget?.acquire(rcpt.size);
+  try {
+    await bytes.archiveRaw(rcpt.spoolId);
+  } finally {
+    release?.();
+  }
+}
 
 async function processLoaded(deps: ProcessDeps, rcpt: LoadedRecipient, opts: ProcessOptions): Promise<ProcessResult> {
   const { prisma } = deps;
