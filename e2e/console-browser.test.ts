@@ -26,7 +26,8 @@ let page: Page;
 const foreign: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(BUNDLE)) throw new Error("console bundle missing: run `npm run console:build` (scripts/test.sh does)");
+  if (!existsSync(BUNDLE))
+    throw new Error("console bundle missing: run `npm run console:build` (scripts/test.sh does)");
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run scripts/install-chromium.sh`);
   mkdirSync(SHOTS, { recursive: true });
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
@@ -48,6 +49,13 @@ afterAll(async () => {
   await stack?.close();
 });
 
+/** The browser globals used inside page.evaluate (this file compiles without the DOM library). */
+type Win = {
+  getComputedStyle(el: unknown): { backgroundColor: string };
+  document: { documentElement: { scrollWidth: number } };
+  innerWidth: number;
+};
+
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 
 describe("console in chromium", () => {
@@ -66,14 +74,14 @@ describe("console in chromium", () => {
   });
 
   it("overview shows the plan, rule cap, allotment used, mail today and failing deliveries", async () => {
-    const text = async (id: string) => (await page.getByTestId(id).innerText()).replace(/\s+/g, " ");
+    const text = async (id: string) => ((await page.getByTestId(id).textContent()) ?? "").replace(/\s+/g, " ");
     await page.getByTestId("mail-today").waitFor(WAIT);
     expect(await text("plan")).toContain("free");
     expect(await text("rules")).toContain("1 / 3");
     expect(await text("mail-today")).toContain("3");
     expect(await text("failing")).toContain("1 dead · 0 retrying");
     expect(await page.getByTestId("failing").getAttribute("class")).toContain("alert");
-    expect(await page.getByTestId("dead-count").innerText()).toBe("1");
+    expect(await page.getByTestId("dead-count").textContent()).toBe("1");
     await shot("overview");
   });
 
@@ -82,7 +90,7 @@ describe("console in chromium", () => {
     const row = page.locator(`tr[data-status="dead"]`, { hasText: f.deliveryId as string });
     await row.waitFor(WAIT);
     expect(await row.getAttribute("class")).toBe("dead");
-    const bg = await row.evaluate((el) => getComputedStyle(el).backgroundColor);
+    const bg = await row.evaluate((el) => (globalThis as unknown as Win).getComputedStyle(el).backgroundColor);
     expect(bg).not.toBe("rgba(0, 0, 0, 0)");
     await shot("deliveries-dead");
 
@@ -98,7 +106,7 @@ describe("console in chromium", () => {
     await page.getByRole("link", { name: "API keys" }).click();
     await page.getByLabel("Name").fill("from the browser");
     await page.getByRole("button", { name: "Create key" }).click();
-    const key = (await page.getByTestId("new-key").innerText({ timeout: 30_000 })).trim();
+    const key = ((await page.getByTestId("new-key").textContent({ timeout: 30_000 })) ?? "").trim();
     expect(key).toMatch(/^svc_/);
     const use = () => fetch(`${stack.apiUrl}/api/v1/account`, { headers: { authorization: `Bearer ${key}` } });
     expect((await use()).status).toBe(200);
@@ -113,7 +121,10 @@ describe("console in chromium", () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole("link", { name: "Overview" }).click();
     await page.getByTestId("mail-today").waitFor(WAIT);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await page.evaluate(() => {
+      const w = globalThis as unknown as Win;
+      return w.document.documentElement.scrollWidth - w.innerWidth;
+    });
     expect(overflow).toBeLessThanOrEqual(0);
     await shot("overview-phone");
   });

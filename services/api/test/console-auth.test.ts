@@ -244,6 +244,10 @@ describe("API keys and console sessions never stand in for each other", () => {
     expect(list.body.data.map((k: { id: string }) => k.id)).toContain(created.body.id);
     const use = await fetch(`${stack.apiUrl}/api/v1/account`, { headers: { authorization: `Bearer ${key}` } });
     expect(use.status).toBe(200);
+    const used = (await c.call("GET", "/console/api/api-keys")).body.data.find(
+      (k: { id: string }) => k.id === created.body.id,
+    );
+    expect(used.lastUsedAt).toEqual(expect.any(String));
     const write = await fetch(`${stack.apiUrl}/api/v1/domains`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },

@@ -24,8 +24,20 @@ export async function authenticate(prisma: PrismaClient, header: string | undefi
   if (!m) throw new AppError("unauthorized", "Missing or malformed Authorization header (expected: Bearer svc_…)");
   const key = await prisma.apiKey.findUnique({ where: { hash: hashApiKey(m[1] as string) } });
   if (!key || key.revokedAt) throw new AppError("unauthorized", "Invalid or revoked API key");
+  await touchLastUsed(prisma, key.id, key.lastUsedAt);
   // Keys created before scopes existed (null) keep full access (spec §5.7).
   return { accountId: key.accountId, keyId: key.id, scope: key.scope === "read" ? "read" : "full" };
+}
+
+/** `lastUsedAt` for the console's key list, written at most once a minute per key (not per request). */
+const LAST_USED_EVERY_MS = 60_000;
+async function touchLastUsed(prisma: PrismaClient, id: string, last: Date | null, now = new Date()): Promise<void> {
+  if (last && now.getTime() - last.getTime() < LAST_USED_EVERY_MS) return;
+  const stale = new Date(now.getTime() - LAST_USED_EVERY_MS);
+  await prisma.apiKey.updateMany({
+    where: { id, OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: stale } }] },
+    data: { lastUsedAt: now },
+  });
 }
 
 export const isReadMethod = (method: string): boolean => method === "GET" || method === "HEAD";
