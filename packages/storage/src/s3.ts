@@ -93,7 +93,12 @@ export function s3ByteStore(db: Queryable, settings: S3Settings): ByteStore {
     async readRaw(spoolId, opts) {
       // While recipients are processed (and for mail stored before BYTE_STORE=s3) the spool row
       // holds the bytes; afterwards the object does.
-      const held = await readBytea(db, RAW_COLUMN, spoolId, opts).catch(() => null); // emptied mid-read: archived
+      const held = await readBytea(db, RAW_COLUMN, spoolId, opts).catch((err: unknown) => {
+        // Emptied between two slices: archived meanwhile, so the object has it. Anything else
+        // (Postgres unreachable) must not read as "no raw message".
+        if ((err as Error).message?.includes("changed while it was being read")) return null;
+        throw err;
+      });
       return held ?? get(rawKey(spoolId), opts);
     },
 
