@@ -108,6 +108,8 @@ export function endpointView(e: EndpointRow) {
 export type AttachmentRow = {
   /** `attachments.id`; needed only where links are signed per object (packages/storage). */
   id?: string;
+  /** The bytes are in the row (stored before BYTE_STORE=s3, or outbound): no object to presign. */
+  inRow?: boolean;
   index: number;
   filename: string;
   contentType: string;

@@ -1,7 +1,15 @@
 import { signAttachmentLink } from "./link-signing.ts";
 import type { ByteStore } from "./store.ts";
 
-type LinkableAttachment = { id?: string; index: number; filename: string; contentType: string; stored: boolean };
+type LinkableAttachment = {
+  id?: string;
+  /** Bytes in the row, not the object store (stored before BYTE_STORE=s3): the API serves them. */
+  inRow?: boolean;
+  index: number;
+  filename: string;
+  contentType: string;
+  stored: boolean;
+};
 
 /** Download links by attachment index, for the attachments of one email that have bytes. */
 export type AttachmentLinks = (
@@ -26,9 +34,8 @@ export function attachmentLinks(
     const expiresAt = new Date(now().getTime() + ttlSeconds * 1000);
     for (const a of attachments) {
       if (!a.stored || !a.id) continue;
-      const url =
-        (await store.presignAttachment({ ...a, id: a.id, emailId }, ttlSeconds)) ??
-        (api ? signAttachmentLink(api, emailId, a.index, expiresAt) : null);
+      const presigned = a.inRow ? null : await store.presignAttachment({ ...a, id: a.id, emailId }, ttlSeconds);
+      const url = presigned ?? (api ? signAttachmentLink(api, emailId, a.index, expiresAt) : null);
       if (url) links.set(a.index, url);
     }
     return links;

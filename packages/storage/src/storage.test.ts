@@ -6,7 +6,7 @@ import { createPrisma, newId, type PrismaClient, poolOf } from "@mailroom/db";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import { z } from "zod";
 import { byteStoreConfig, byteStoreEnv, requireS3Settings } from "./config.ts";
-import { createByteStore } from "./index.ts";
+import { attachmentLinks, createByteStore } from "./index.ts";
 import { checkAttachmentLink, signAttachmentLink } from "./link-signing.ts";
 import { attachmentKey, rawKey, s3Client } from "./s3.ts";
 import type { ByteStore } from "./store.ts";
@@ -201,6 +201,25 @@ describe("S3 backend (s3rver over HTTP)", () => {
     expect(read?.toString()).toBe("old");
     expect((await store.readRaw(m.spoolId))?.toString()).toBe("old raw");
   }, 60_000);
+});
+
+describe("payload links", () => {
+  it("presigns objects, and leaves bytes still in their rows to the API (signed link when a secret is set)", async () => {
+    const atts = [
+      { id: "att_a", index: 0, filename: "a.pdf", contentType: "application/pdf", stored: true },
+      { id: "att_b", inRow: true, index: 1, filename: "b.pdf", contentType: "application/pdf", stored: true },
+      { id: "att_c", index: 2, filename: "c.pdf", contentType: "application/pdf", stored: false },
+    ];
+    const plain = await attachmentLinks(store, 600)("em_x", atts);
+    expect([...plain.keys()]).toEqual([0]);
+    expect(plain.get(0)).toContain("/attachments/em_x/att_a?");
+    const api = { publicApiUrl: "https://api.example", secret: "s".repeat(32) };
+    const signed = await attachmentLinks(store, 600, api)("em_x", atts);
+    expect(signed.get(1)).toMatch(
+      /^https:\/\/api\.example\/files\/emails\/em_x\/attachments\/1\?expires=\d+&signature=/,
+    );
+    expect(signed.has(2)).toBe(false);
+  });
 });
 
 describe("S3 backend when the store is unreachable", () => {

@@ -73,7 +73,7 @@ const selectLoaded = (from: string, extra = "") => `
            e."receivedAt" AS "e_receivedAt", e."sanitized" AS "e_sanitized", e."sendStatus" AS "e_sendStatus",
            e."sendAttempts" AS "e_sendAttempts", e."sendLastReply" AS "e_sendLastReply", e."sentAt" AS "e_sentAt",
            e."recipient" AS "e_recipient", dom."domain" AS "domain"${extra},
-           coalesce((SELECT json_agg(json_build_object('id', a."id", 'index', a."index", 'filename', a."filename",
+           coalesce((SELECT json_agg(json_build_object('id', a."id", 'inRow', a."content" IS NOT NULL, 'index', a."index", 'filename', a."filename",
                                      'contentType', a."contentType", 'size', a."size", 'stored', a."stored"))
                        FROM "attachments" a WHERE a."emailId" = e."id"), '[]'::json) AS "attachments"
       FROM ${from} d
