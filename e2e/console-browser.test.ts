@@ -102,6 +102,34 @@ describe("console in chromium", () => {
     await shot("deliveries-retried");
   });
 
+  it("domains: an invalid name is refused inline; a new domain lists its records; CLI force-verify shows verified; catch-all on", async () => {
+    await page.getByRole("link", { name: "Domains" }).click();
+    await page.getByRole("heading", { name: "browser.example.com" }).waitFor(WAIT);
+    await page.getByLabel("Domain", { exact: true }).fill("not a domain");
+    await page.getByRole("button", { name: "Add domain" }).click();
+    await page.locator("#domain-error").waitFor(WAIT);
+    await page.getByLabel("Domain", { exact: true }).fill("journey.example.com");
+    await page.getByRole("button", { name: "Add domain" }).click();
+    const card = page.locator("article", { has: page.getByRole("heading", { name: "journey.example.com" }) });
+    await card.waitFor(WAIT);
+    expect(await card.locator("tbody tr").count()).toBe(4); // MX + three DKIM CNAMEs
+    expect(await card.locator(".badge").first().textContent()).toBe("pending");
+    await shot("domains-pending");
+
+    await stack.admin("domains", "verify", "--domain", "journey.example.com", "--force");
+    await page.reload();
+    await card.locator(".badge", { hasText: "verified" }).first().waitFor(WAIT);
+    // A controlled checkbox: it turns checked once the PATCH answered and the list reloaded.
+    await card.getByLabel(/Catch-all \(mail to any address/).click();
+    await card
+      .getByLabel(/Catch-all \(mail to any address/)
+      .and(page.locator(":checked"))
+      .waitFor(WAIT);
+    const row = await stack.prisma.domain.findUniqueOrThrow({ where: { domain: "journey.example.com" } });
+    expect(row).toMatchObject({ status: "verified", catchAllEnabled: true, catchAllEndpointId: null });
+    await shot("domains-verified");
+  });
+
   it("API keys: create shows the key once and it works; revoke makes the API answer 401", async () => {
     await page.getByRole("link", { name: "API keys" }).click();
     await page.getByLabel("Name").fill("from the browser");

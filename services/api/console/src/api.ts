@@ -30,6 +30,8 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     headers,
     credentials: "same-origin",
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  }).catch(() => {
+    throw new ApiError(0, "Could not reach the server; check your connection and try again");
   });
   const text = await res.text();
   const data = text ? (JSON.parse(text) as unknown) : null;
@@ -81,3 +83,20 @@ export type ApiKey = {
   lastUsedAt: string | null;
   revokedAt: string | null;
 };
+
+export type DnsRecord = { type: string; name: string; value: string; priority?: number };
+export type RecordCheck = DnsRecord & { found: boolean; observed: string[]; error?: string };
+
+export type Domain = {
+  id: string;
+  domain: string;
+  status: "pending" | "verified" | "failed";
+  dnsRecords: DnsRecord[];
+  catchAll: { enabled: boolean; endpointId: string | null };
+  verifiedAt: string | null;
+  lastCheckedAt: string | null;
+  warning: string | null;
+  createdAt: string;
+};
+
+export type Endpoint = { id: string; name: string; type: string; url: string; active: boolean };

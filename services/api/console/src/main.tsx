@@ -4,6 +4,7 @@ import { api, type Overview, type Session, setCsrfToken } from "./api.ts";
 import { Loading } from "./components.tsx";
 import { ApiKeys } from "./pages/api-keys.tsx";
 import { Deliveries } from "./pages/deliveries.tsx";
+import { Domains } from "./pages/domains.tsx";
 import { Overview as OverviewPage } from "./pages/overview.tsx";
 import { SetPassword } from "./pages/set-password.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
@@ -12,6 +13,7 @@ import "./styles.css";
 
 const NAV = [
   { path: "/", label: "Overview" },
+  { path: "/domains", label: "Domains" },
   { path: "/deliveries", label: "Deliveries" },
   { path: "/api-keys", label: "API keys" },
 ] as const;
@@ -72,6 +74,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
       <main className="content">
         {path === "/deliveries" ? (
           <Deliveries onChanged={refresh} />
+        ) : path === "/domains" ? (
+          <Domains />
         ) : path === "/api-keys" ? (
           <ApiKeys />
         ) : (

@@ -15,3 +15,21 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[] = []) {
   }, [reload]);
   return { ...state, reload };
 }
+
+/** A form's submit: busy while `work` runs, its error message kept for display next to the form. */
+export function useSubmit() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error>();
+  const run = async (work: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await work();
+    } catch (err) {
+      setError(err instanceof Error ? err : new Error("Could not reach the server"));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, setError, run };
+}

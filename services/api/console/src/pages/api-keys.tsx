@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, type ApiKey, api } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, when } from "../components.tsx";
-import { useAsync } from "../use-async.ts";
+import { useAsync, useSubmit } from "../use-async.ts";
 
 /** Create (the full key shown once), list, revoke (the API refuses the key on the next request). */
 export function ApiKeys() {
@@ -9,23 +9,17 @@ export function ApiKeys() {
   const [name, setName] = useState("");
   const [scope, setScope] = useState<"read" | "full">("read");
   const [created, setCreated] = useState<string>();
-  const [error, setError] = useState<ApiError>();
-  const [busy, setBusy] = useState(false);
-  const create = async (e: FormEvent) => {
+  const { busy, error, run } = useSubmit();
+  const create = (e: FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    void run(async () => {
       const k = await api<ApiKey & { key: string }>("POST", "/api-keys", { ...(name ? { name } : {}), scope });
       setCreated(k.key);
       setName("");
       await list.reload();
-    } catch (err) {
-      if (err instanceof ApiError) setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
+  const field = error instanceof ApiError ? error.field : undefined;
   const keys = list.data?.data ?? [];
   return (
     <section aria-labelledby="keys-title">
@@ -34,7 +28,7 @@ export function ApiKeys() {
         <label>
           Name
           <input value={name} maxLength={100} onChange={(e) => setName(e.target.value)} placeholder="e.g. CI" />
-          {error?.field === "name" && <span className="error">{error.message}</span>}
+          {field === "name" && <span className="error">{error?.message}</span>}
         </label>
         <label>
           Access
@@ -46,7 +40,7 @@ export function ApiKeys() {
         <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
           {busy ? "Creating…" : "Create key"}
         </button>
-        {error && !error.field && <span className="error">{error.message}</span>}
+        {error && !field && <span className="error">{error.message}</span>}
       </form>
       {created && (
         <div className="banner" role="status">

@@ -1,31 +1,23 @@
 import { type FormEvent, useState } from "react";
-import { ApiError, api } from "../api.ts";
+import { api } from "../api.ts";
 import { navigate } from "../router.ts";
+import { useSubmit } from "../use-async.ts";
 
 /** Reads the one-time token from the URL fragment (never sent to the server in a URL or a log). */
 export function SetPassword() {
   const token = new URLSearchParams(window.location.hash.slice(1)).get("token") ?? "";
   const [password, setPassword] = useState("");
   const [repeat, setRepeat] = useState("");
-  const [error, setError] = useState<string>();
   const [done, setDone] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: FormEvent) => {
+  const { busy, error, setError, run } = useSubmit();
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    if (password !== repeat) return setError("The two passwords differ");
-    setBusy(true);
-    setError(undefined);
-    try {
+    if (password !== repeat) return setError(new Error("The two passwords differ"));
+    void run(async () => {
       const r = await api<{ email: string }>("POST", "/password", { token, password });
       window.history.replaceState(null, "", window.location.pathname);
       setDone(r.email);
-    } catch (err) {
-      setError(
-        err instanceof ApiError ? err.message.replace(/^password: /, "Password ") : "Could not reach the server",
-      );
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   if (done)
     return (
@@ -67,7 +59,7 @@ export function SetPassword() {
         </label>
         {error && (
           <p className="error" role="alert">
-            {error}
+            {error.message.replace(/^password: /, "Password ")}
           </p>
         )}
         <button type="submit" className="btn primary" disabled={busy || !token} aria-busy={busy}>

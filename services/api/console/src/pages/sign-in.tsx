@@ -1,22 +1,14 @@
 import { type FormEvent, useState } from "react";
-import { ApiError, api, type Session } from "../api.ts";
+import { api, type Session } from "../api.ts";
+import { useSubmit } from "../use-async.ts";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: FormEvent) => {
+  const { busy, error, run } = useSubmit();
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSignedIn(await api<Session>("POST", "/session", { email, password }));
-    } catch (err) {
-      setError(err instanceof ApiError ? err.message : "Could not reach the server");
-    } finally {
-      setBusy(false);
-    }
+    void run(async () => onSignedIn(await api<Session>("POST", "/session", { email, password })));
   };
   return (
     <main className="auth">
@@ -44,7 +36,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
         </label>
         {error && (
           <p className="error" role="alert">
-            {error}
+            {error.message}
           </p>
         )}
         <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
