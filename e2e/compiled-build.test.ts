@@ -94,6 +94,12 @@ describe("the compiled build", () => {
     );
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${port}/api/v1/emails`)).status).toBe(401);
+    // The console's bundle is part of the build: index.html and the script it names.
+    const page = await fetch(`http://127.0.0.1:${port}/console/`);
+    expect(page.status).toBe(200);
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(await page.text())?.[1];
+    expect(script).toBeDefined();
+    expect((await fetch(`http://127.0.0.1:${port}${script}`)).status).toBe(200);
     api.child.kill("SIGTERM");
     expect(await api.exited).toBe(0);
   }, 180_000);

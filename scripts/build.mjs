@@ -63,13 +63,15 @@ writeFileSync(join(out, "package.json"), `${JSON.stringify(rootPkg, null, 2)}\n`
 cpSync(join(root, "package-lock.json"), join(out, "package-lock.json"));
 cpSync(join(root, "prisma/migrations"), join(out, "prisma/migrations"), { recursive: true });
 
-// The console's web app (React, bundled by Vite into static files the API serves at /console):
-// built in the checkout (where `npm start` serves it from) and copied beside the compiled API.
-execFileSync(process.execPath, [join(root, "node_modules/vite/bin/vite.js"), "build", "--config", consoleConfig], {
-  cwd: root,
-  stdio: "inherit",
-});
-cpSync(join(root, "services/api/console/dist"), join(out, "services/api/console/dist"), { recursive: true });
+// The console's web app (React, bundled by Vite into static files the API serves at /console),
+// written straight beside the compiled API; the checkout's own copy (for `npm start`) is
+// `npm run console:build`'s, which a build running at the same time must not empty.
+const consoleOut = join(out, "services/api/console/dist");
+execFileSync(
+  process.execPath,
+  [join(root, "node_modules/vite/bin/vite.js"), "build", "--config", consoleConfig, "--outDir", consoleOut],
+  { cwd: root, stdio: "inherit" },
+);
 
 // Run in place from a checkout: @mailroom/* resolve to dist's compiled workspaces first (Node looks in
 // dist/node_modules before the checkout's node_modules, which serves every third-party package).
