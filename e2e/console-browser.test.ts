@@ -92,6 +92,15 @@ describe("console in chromium", () => {
     expect(await row.getAttribute("class")).toBe("dead");
     const bg = await row.evaluate((el) => (globalThis as unknown as Win).getComputedStyle(el).backgroundColor);
     expect(bg).not.toBe("rgba(0, 0, 0, 0)");
+    // The attempt timeline: status code, duration, error and the response excerpt.
+    await row.getByRole("button", { name: /^Attempts of / }).click();
+    const timeline = page.getByRole("list", { name: `Attempts of ${f.deliveryId}` });
+    await timeline.waitFor(WAIT);
+    const attempt = (await timeline.textContent()) ?? "";
+    expect(attempt).toContain("#1");
+    expect(attempt).toContain("500 · 12 ms");
+    expect(attempt).toContain("HTTP 500");
+    expect(attempt).toContain("oops");
     await shot("deliveries-dead");
 
     await page.getByRole("button", { name: `Retry delivery ${f.deliveryId}` }).click();

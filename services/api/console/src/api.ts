@@ -100,3 +100,13 @@ export type Domain = {
 };
 
 export type Endpoint = { id: string; name: string; type: string; url: string; active: boolean };
+
+export type Attempt = {
+  number: number;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  responseBody: string;
+  startedAt: string;
+  finishedAt: string;
+};

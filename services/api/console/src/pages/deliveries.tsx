@@ -1,7 +1,8 @@
-import { useState } from "react";
-import { api, type Delivery, type Page } from "../api.ts";
+import { Fragment, useState } from "react";
+import { api, type Delivery, type Endpoint, type Page } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, when } from "../components.tsx";
 import { useAsync } from "../use-async.ts";
+import { Attempts } from "./attempts.tsx";
 
 const STATUSES = ["", "dead", "retrying", "pending", "delivered"] as const;
 
@@ -9,6 +10,9 @@ const STATUSES = ["", "dead", "retrying", "pending", "delivered"] as const;
 export function Deliveries({ onChanged }: { onChanged: () => void }) {
   const [status, setStatus] = useState<string>(() => new URLSearchParams(window.location.search).get("status") ?? "");
   const [error, setError] = useState<string>();
+  const [open, setOpen] = useState<string>();
+  const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
+  const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
   const list = useAsync(
     () => api<Page<Delivery>>("GET", `/deliveries?limit=100${status ? `&status=${status}` : ""}`),
     [status],
@@ -49,9 +53,9 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
             key={ep}
             kind="danger"
             onClick={() => after(api("POST", "/deliveries/retry", { endpointId: ep }))}
-            label={`Retry all dead deliveries of endpoint ${ep}`}
+            label={`Retry all dead deliveries of endpoint ${endpointName(ep)}`}
           >
-            Retry all dead · {ep}
+            Retry all dead · {endpointName(ep)}
           </Button>
         ))}
       </div>
@@ -79,29 +83,46 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
           </thead>
           <tbody>
             {rows.map((d) => (
-              <tr key={d.id} className={d.status === "dead" ? "dead" : undefined} data-status={d.status}>
-                <td>
-                  <span className={`badge ${d.status}`}>{d.status}</span>
-                </td>
-                <td className="mono">{d.id}</td>
-                <td className="mono">{d.endpointId}</td>
-                <td>
-                  {d.attemptCount} / {d.maxAttempts}
-                </td>
-                <td>{d.lastError ?? (d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—")}</td>
-                <td>{when(d.createdAt)}</td>
-                <td>
-                  {(d.status === "dead" || d.status === "delivered") && (
-                    <Button
-                      kind={d.status === "dead" ? "primary" : "plain"}
-                      onClick={() => after(api("POST", `/deliveries/${d.id}/retry`))}
-                      label={`Retry delivery ${d.id}`}
+              <Fragment key={d.id}>
+                <tr className={d.status === "dead" ? "dead" : undefined} data-status={d.status}>
+                  <td>
+                    <span className={`badge ${d.status}`}>{d.status}</span>
+                  </td>
+                  <td className="mono">{d.id}</td>
+                  <td title={d.endpointId}>{endpointName(d.endpointId)}</td>
+                  <td>
+                    <button
+                      type="button"
+                      className="link"
+                      aria-expanded={open === d.id}
+                      aria-label={`Attempts of ${d.id}: ${d.attemptCount} of ${d.maxAttempts}`}
+                      onClick={() => setOpen(open === d.id ? undefined : d.id)}
                     >
-                      Retry
-                    </Button>
-                  )}
-                </td>
-              </tr>
+                      {d.attemptCount} / {d.maxAttempts}
+                    </button>
+                  </td>
+                  <td>{d.lastError ?? (d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—")}</td>
+                  <td>{when(d.createdAt)}</td>
+                  <td>
+                    {(d.status === "dead" || d.status === "delivered") && (
+                      <Button
+                        kind={d.status === "dead" ? "primary" : "plain"}
+                        onClick={() => after(api("POST", `/deliveries/${d.id}/retry`))}
+                        label={`Retry delivery ${d.id}`}
+                      >
+                        Retry
+                      </Button>
+                    )}
+                  </td>
+                </tr>
+                {open === d.id && (
+                  <tr className="details">
+                    <td colSpan={7}>
+                      <Attempts deliveryId={d.id} />
+                    </td>
+                  </tr>
+                )}
+              </Fragment>
             ))}
           </tbody>
         </table>
