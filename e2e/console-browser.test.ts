@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Receiver, startReceiver } from "@mailroom/testing";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { createMember } from "../services/api/test/console-helpers.ts";
 import { type Fixture, seedAccount, seedEmail } from "../services/api/test/helpers.ts";
@@ -22,6 +23,7 @@ let stack: Stack;
 let acct: TestAccount;
 let f: Fixture;
 let browser: Browser;
+let receiver: Receiver;
 let page: Page;
 const foreign: string[] = [];
 
@@ -30,6 +32,7 @@ beforeAll(async () => {
     throw new Error("console bundle missing: run `npm run console:build` (scripts/test.sh does)");
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run scripts/install-chromium.sh`);
   mkdirSync(SHOTS, { recursive: true });
+  receiver = await startReceiver();
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
   acct = await stack.account({ plan: "free" });
   f = await seedAccount(stack, acct, "browser.example.com");
@@ -46,6 +49,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await browser?.close();
+  await receiver?.close();
   await stack?.close();
 });
 
@@ -137,6 +141,33 @@ describe("console in chromium", () => {
     const row = await stack.prisma.domain.findUniqueOrThrow({ where: { domain: "journey.example.com" } });
     expect(row).toMatchObject({ status: "verified", catchAllEnabled: true, catchAllEndpointId: null });
     await shot("domains-verified");
+  });
+
+  it("endpoints: create shows the secret once, send test reports status and time, rotate, pause", async () => {
+    await page.getByRole("link", { name: "Endpoints" }).click();
+    await page.getByLabel("URL").fill(`${receiver.url}/console-hook`);
+    await page.getByLabel("Name").fill("console hook");
+    await page.getByRole("button", { name: "Create endpoint" }).click();
+    const secret = ((await page.getByTestId("endpoint-secret").textContent(WAIT)) ?? "").trim();
+    expect(secret).toMatch(/^whsec_/);
+    const card = page.getByRole("article", { name: "Endpoint console hook" });
+    await card.getByRole("button", { name: "Send test" }).click();
+    const outcome = card.getByTestId("endpoint-test");
+    await outcome.waitFor(WAIT);
+    expect(await outcome.textContent()).toMatch(/^Delivered · 200 · \d+ ms/);
+    const hit = receiver.requests.find((r) => r.path === "/console-hook");
+    expect(hit?.headers["x-service-signature"]).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    await shot("endpoints-tested");
+
+    await card.getByRole("button", { name: "Rotate secret" }).click();
+    await page.getByTestId("endpoint-secret").filter({ hasNotText: secret }).waitFor(WAIT);
+    await card.getByRole("button", { name: "Pause" }).click();
+    await card.getByText("paused").waitFor(WAIT);
+    const row = await stack.prisma.endpoint.findFirstOrThrow({
+      where: { accountId: acct.accountId, name: "console hook" },
+    });
+    expect(row.active).toBe(false);
+    expect(row.secret).not.toBe(secret);
   });
 
   it("API keys: create shows the key once and it works; revoke makes the API answer 401", async () => {

@@ -5,6 +5,7 @@ import { Loading } from "./components.tsx";
 import { ApiKeys } from "./pages/api-keys.tsx";
 import { Deliveries } from "./pages/deliveries.tsx";
 import { Domains } from "./pages/domains.tsx";
+import { Endpoints } from "./pages/endpoints.tsx";
 import { Overview as OverviewPage } from "./pages/overview.tsx";
 import { SetPassword } from "./pages/set-password.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
@@ -14,6 +15,7 @@ import "./styles.css";
 const NAV = [
   { path: "/", label: "Overview" },
   { path: "/domains", label: "Domains" },
+  { path: "/endpoints", label: "Endpoints" },
   { path: "/deliveries", label: "Deliveries" },
   { path: "/api-keys", label: "API keys" },
 ] as const;
@@ -76,6 +78,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
           <Deliveries onChanged={refresh} />
         ) : path === "/domains" ? (
           <Domains />
+        ) : path === "/endpoints" ? (
+          <Endpoints />
         ) : path === "/api-keys" ? (
           <ApiKeys />
         ) : (

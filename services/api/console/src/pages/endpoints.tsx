@@ -1,0 +1,161 @@
+import { type FormEvent, useState } from "react";
+import { ApiError, api, type Endpoint, type Page } from "../api.ts";
+import { Button, Empty, ErrorNote, Loading } from "../components.tsx";
+import { useAsync, useSubmit } from "../use-async.ts";
+
+type TestResult = {
+  ok: boolean;
+  status: number | null;
+  durationMs: number;
+  error: string | null;
+  responseBody: string;
+};
+
+/** A secret shown once (create, rotate), with a copy button. */
+function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) {
+  return (
+    <div className="banner" role="status">
+      <p>Copy the signing secret now: it is shown only once.</p>
+      <code className="secret" data-testid="endpoint-secret">
+        {secret}
+      </code>{" "}
+      <button type="button" className="btn" onClick={() => navigator.clipboard?.writeText(secret)}>
+        Copy
+      </button>{" "}
+      <button type="button" className="btn" onClick={onDone}>
+        Done
+      </button>
+    </div>
+  );
+}
+
+function TestOutcome({ r }: { r: TestResult }) {
+  return (
+    <div className={`banner${r.ok ? "" : " alert"}`} role="status" data-testid="endpoint-test">
+      <p>
+        {r.ok ? "Delivered" : "Failed"} · {r.status ?? "no response"} · {r.durationMs} ms
+        {r.error ? ` · ${r.error}` : ""}
+      </p>
+      {r.responseBody && <pre className="excerpt">{r.responseBody.slice(0, 1000)}</pre>}
+    </div>
+  );
+}
+
+/** Endpoints: create (secret shown once), send a test, rotate the secret, pause and resume. */
+export function Endpoints() {
+  const list = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
+  const [url, setUrl] = useState("");
+  const [name, setName] = useState("");
+  const [type, setType] = useState("webhook");
+  const [secret, setSecret] = useState<string>();
+  const [tests, setTests] = useState<Record<string, TestResult>>({});
+  const [actionError, setActionError] = useState<string>();
+  const { busy, error, run } = useSubmit();
+  const field = error instanceof ApiError ? error.field : undefined;
+  const create = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const body = { url: url.trim(), ...(name ? { name } : {}), ...(type === "webhook" ? {} : { type }) };
+      const ep = await api<Endpoint & { secret?: string }>("POST", "/endpoints", body);
+      if (ep.secret) setSecret(ep.secret);
+      setUrl("");
+      setName("");
+      await list.reload();
+    });
+  };
+  const act = async (work: () => Promise<unknown>) => {
+    setActionError(undefined);
+    try {
+      await work();
+      await list.reload();
+    } catch (e) {
+      setActionError((e as Error).message);
+    }
+  };
+  const endpoints = list.data?.data ?? [];
+  return (
+    <section aria-labelledby="endpoints-title">
+      <h1 id="endpoints-title">Endpoints</h1>
+      <form className="card inline-form" onSubmit={create} aria-label="Create an endpoint">
+        <div className="field">
+          <label htmlFor="ep-url">URL</label>
+          <input
+            id="ep-url"
+            required
+            value={url}
+            placeholder="https://example.com/hooks/mail"
+            onChange={(e) => setUrl(e.target.value)}
+            aria-invalid={field === "url" ? true : undefined}
+          />
+          {field === "url" && <span className="error">{error?.message.replace(/^url: /, "")}</span>}
+        </div>
+        <div className="field">
+          <label htmlFor="ep-name">Name</label>
+          <input id="ep-name" value={name} placeholder="optional" onChange={(e) => setName(e.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="ep-type">Type</label>
+          <select id="ep-type" value={type} onChange={(e) => setType(e.target.value)}>
+            <option value="webhook">Webhook (signed JSON)</option>
+            <option value="slack">Slack</option>
+            <option value="discord">Discord</option>
+            <option value="email">Email (mailto:)</option>
+          </select>
+        </div>
+        <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
+          {busy ? "Creating…" : "Create endpoint"}
+        </button>
+        {error && field !== "url" && <span className="error">{error.message}</span>}
+      </form>
+      {secret && <SecretOnce secret={secret} onDone={() => setSecret(undefined)} />}
+      <ErrorNote message={actionError ?? list.error} />
+      {list.loading && !list.data ? (
+        <Loading />
+      ) : endpoints.length === 0 ? (
+        <Empty title="No endpoints yet">
+          Create one to receive each email as a signed webhook (or in a Slack or Discord channel), then route an address
+          to it.
+        </Empty>
+      ) : (
+        endpoints.map((ep) => (
+          <article key={ep.id} className="card domain" aria-label={`Endpoint ${ep.name}`}>
+            <header className="domain-head">
+              <h2>{ep.name}</h2>
+              <span className="badge">{ep.type}</span>
+              <span className={`badge ${ep.active ? "delivered" : "retrying"}`}>{ep.active ? "active" : "paused"}</span>
+              <span className="mono small">{ep.url}</span>
+            </header>
+            <div className="toolbar">
+              <Button
+                kind="primary"
+                onClick={() =>
+                  act(async () => {
+                    const r = await api<TestResult>("POST", `/endpoints/${ep.id}/test`);
+                    setTests((t) => ({ ...t, [ep.id]: r }));
+                  })
+                }
+              >
+                Send test
+              </Button>
+              {ep.type === "webhook" && (
+                <Button
+                  onClick={() =>
+                    act(async () =>
+                      setSecret((await api<{ secret: string }>("POST", `/endpoints/${ep.id}/rotate-secret`)).secret),
+                    )
+                  }
+                >
+                  Rotate secret
+                </Button>
+              )}
+              <Button onClick={() => act(() => api("PATCH", `/endpoints/${ep.id}`, { active: !ep.active }))}>
+                {ep.active ? "Pause" : "Resume"}
+              </Button>
+            </div>
+            {tests[ep.id] && <TestOutcome r={tests[ep.id] as TestResult} />}
+          </article>
+        ))
+      )}
+    </section>
+  );
+}
