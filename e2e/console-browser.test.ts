@@ -120,7 +120,7 @@ describe("console in chromium", () => {
     await page.getByRole("heading", { name: "browser.example.com" }).waitFor(WAIT);
     await page.getByLabel("Domain", { exact: true }).fill("not a domain");
     await page.getByRole("button", { name: "Add domain" }).click();
-    await page.locator("#domain-error").waitFor(WAIT);
+    await page.locator("#new-domain-error").waitFor(WAIT);
     await page.getByLabel("Domain", { exact: true }).fill("journey.example.com");
     await page.getByRole("button", { name: "Add domain" }).click();
     const card = page.locator("article", { has: page.getByRole("heading", { name: "journey.example.com" }) });

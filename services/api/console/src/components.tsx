@@ -51,3 +51,53 @@ export function Empty({ title, children }: { title: string; children: ReactNode 
 }
 
 export const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "—");
+
+/** A secret the server shows this once (API key, endpoint secret), with a copy button. */
+export function ShownOnce(props: { what: string; value: string; testId: string; onDone: () => void }) {
+  return (
+    <div className="banner" role="status">
+      <p>Copy {props.what} now: it is shown only once.</p>
+      <code className="secret" data-testid={props.testId}>
+        {props.value}
+      </code>{" "}
+      <button type="button" className="btn" onClick={() => navigator.clipboard?.writeText(props.value)}>
+        Copy
+      </button>{" "}
+      <button type="button" className="btn" onClick={props.onDone}>
+        Done
+      </button>
+    </div>
+  );
+}
+
+/** A labelled text input with its error underneath (named by aria-describedby, not inside the label). */
+export function TextField(props: {
+  id: string;
+  label: string;
+  value: string;
+  onChange: (v: string) => void;
+  error?: string | undefined;
+  placeholder?: string;
+  required?: boolean;
+}) {
+  const errorId = `${props.id}-error`;
+  return (
+    <div className="field">
+      <label htmlFor={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        value={props.value}
+        required={props.required}
+        placeholder={props.placeholder}
+        onChange={(e) => props.onChange(e.target.value)}
+        aria-invalid={props.error ? true : undefined}
+        aria-describedby={props.error ? errorId : undefined}
+      />
+      {props.error && (
+        <span className="error" id={errorId}>
+          {props.error}
+        </span>
+      )}
+    </div>
+  );
+}

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, type ApiKey, api } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, when } from "../components.tsx";
+import { Button, Empty, ErrorNote, Loading, ShownOnce, when } from "../components.tsx";
 import { useAsync, useSubmit } from "../use-async.ts";
 
 /** Create (the full key shown once), list, revoke (the API refuses the key on the next request). */
@@ -42,20 +42,7 @@ export function ApiKeys() {
         </button>
         {error && !field && <span className="error">{error.message}</span>}
       </form>
-      {created && (
-        <div className="banner" role="status">
-          <p>Copy this key now: it is shown only once.</p>
-          <code className="secret" data-testid="new-key">
-            {created}
-          </code>{" "}
-          <button type="button" className="btn" onClick={() => navigator.clipboard?.writeText(created)}>
-            Copy
-          </button>{" "}
-          <button type="button" className="btn" onClick={() => setCreated(undefined)}>
-            Done
-          </button>
-        </div>
-      )}
+      {created && <ShownOnce what="this key" value={created} testId="new-key" onDone={() => setCreated(undefined)} />}
       <ErrorNote message={list.error} />
       {list.loading && !list.data ? (
         <Loading />

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { api, type Domain, type Endpoint, type Page, type RecordCheck } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, when } from "../components.tsx";
+import { Button, Empty, ErrorNote, Loading, TextField, when } from "../components.tsx";
 import { useAsync, useSubmit } from "../use-async.ts";
 
 /** A DNS value with a button that copies exactly what the record needs (without the MX priority). */
@@ -155,23 +155,15 @@ export function Domains() {
     <section aria-labelledby="domains-title">
       <h1 id="domains-title">Domains</h1>
       <form className="card inline-form" onSubmit={add} aria-label="Add a domain">
-        <div className="field">
-          <label htmlFor="new-domain">Domain</label>
-          <input
-            id="new-domain"
-            value={name}
-            required
-            placeholder="example.com"
-            onChange={(e) => setName(e.target.value)}
-            aria-invalid={error ? true : undefined}
-            aria-describedby={error ? "domain-error" : undefined}
-          />
-          {error && (
-            <span className="error" id="domain-error">
-              {error}
-            </span>
-          )}
-        </div>
+        <TextField
+          id="new-domain"
+          label="Domain"
+          required
+          value={name}
+          placeholder="example.com"
+          onChange={setName}
+          error={error}
+        />
         <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
           {busy ? "Adding…" : "Add domain"}
         </button>

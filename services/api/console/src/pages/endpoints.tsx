@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, api, type Endpoint, type Page } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading } from "../components.tsx";
+import { Button, Empty, ErrorNote, Loading, ShownOnce, TextField } from "../components.tsx";
 import { useAsync, useSubmit } from "../use-async.ts";
 
 type TestResult = {
@@ -10,24 +10,6 @@ type TestResult = {
   error: string | null;
   responseBody: string;
 };
-
-/** A secret shown once (create, rotate), with a copy button. */
-function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) {
-  return (
-    <div className="banner" role="status">
-      <p>Copy the signing secret now: it is shown only once.</p>
-      <code className="secret" data-testid="endpoint-secret">
-        {secret}
-      </code>{" "}
-      <button type="button" className="btn" onClick={() => navigator.clipboard?.writeText(secret)}>
-        Copy
-      </button>{" "}
-      <button type="button" className="btn" onClick={onDone}>
-        Done
-      </button>
-    </div>
-  );
-}
 
 function TestOutcome({ r }: { r: TestResult }) {
   return (
@@ -77,22 +59,16 @@ export function Endpoints() {
     <section aria-labelledby="endpoints-title">
       <h1 id="endpoints-title">Endpoints</h1>
       <form className="card inline-form" onSubmit={create} aria-label="Create an endpoint">
-        <div className="field">
-          <label htmlFor="ep-url">URL</label>
-          <input
-            id="ep-url"
-            required
-            value={url}
-            placeholder="https://example.com/hooks/mail"
-            onChange={(e) => setUrl(e.target.value)}
-            aria-invalid={field === "url" ? true : undefined}
-          />
-          {field === "url" && <span className="error">{error?.message.replace(/^url: /, "")}</span>}
-        </div>
-        <div className="field">
-          <label htmlFor="ep-name">Name</label>
-          <input id="ep-name" value={name} placeholder="optional" onChange={(e) => setName(e.target.value)} />
-        </div>
+        <TextField
+          id="ep-url"
+          label="URL"
+          required
+          value={url}
+          placeholder="https://example.com/hooks/mail"
+          onChange={setUrl}
+          error={field === "url" ? error?.message.replace(/^url: /, "") : undefined}
+        />
+        <TextField id="ep-name" label="Name" value={name} placeholder="optional" onChange={setName} />
         <div className="field">
           <label htmlFor="ep-type">Type</label>
           <select id="ep-type" value={type} onChange={(e) => setType(e.target.value)}>
@@ -107,7 +83,14 @@ export function Endpoints() {
         </button>
         {error && field !== "url" && <span className="error">{error.message}</span>}
       </form>
-      {secret && <SecretOnce secret={secret} onDone={() => setSecret(undefined)} />}
+      {secret && (
+        <ShownOnce
+          what="the signing secret"
+          value={secret}
+          testId="endpoint-secret"
+          onDone={() => setSecret(undefined)}
+        />
+      )}
       <ErrorNote message={actionError ?? list.error} />
       {list.loading && !list.data ? (
         <Loading />
