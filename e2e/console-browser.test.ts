@@ -170,6 +170,26 @@ describe("console in chromium", () => {
     expect(row.secret).not.toBe(secret);
   });
 
+  it("inboxes: create an address routed to an endpoint, deactivate it", async () => {
+    await page.getByRole("link", { name: "Inboxes" }).click();
+    await page.getByLabel("Address", { exact: true }).fill("support");
+    await page.getByLabel("Domain", { exact: true }).selectOption({ label: "@journey.example.com" });
+    await page.getByLabel("Deliver to").selectOption({ label: "console hook" });
+    await page.getByRole("button", { name: "Create inbox" }).click();
+    const row = page.locator("tr", { hasText: "support@journey.example.com" });
+    await row.waitFor(WAIT);
+    await row.getByRole("button", { name: "Deactivate support@journey.example.com" }).click();
+    await row.getByText("inactive").waitFor(WAIT);
+    const a = await stack.prisma.address.findFirstOrThrow({
+      where: { accountId: acct.accountId, localPart: "support" },
+    });
+    const ep = await stack.prisma.endpoint.findFirstOrThrow({
+      where: { accountId: acct.accountId, name: "console hook" },
+    });
+    expect(a).toMatchObject({ active: false, endpointId: ep.id });
+    await shot("inboxes");
+  });
+
   it("API keys: create shows the key once and it works; revoke makes the API answer 401", async () => {
     await page.getByRole("link", { name: "API keys" }).click();
     await page.getByLabel("Name").fill("from the browser");

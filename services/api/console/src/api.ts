@@ -110,3 +110,14 @@ export type Attempt = {
   startedAt: string;
   finishedAt: string;
 };
+
+export type Address = {
+  id: string;
+  domainId: string;
+  localPart: string;
+  endpointId: string | null;
+  active: boolean;
+  createdAt: string;
+  domain?: string;
+  address?: string;
+};

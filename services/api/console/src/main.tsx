@@ -6,6 +6,7 @@ import { ApiKeys } from "./pages/api-keys.tsx";
 import { Deliveries } from "./pages/deliveries.tsx";
 import { Domains } from "./pages/domains.tsx";
 import { Endpoints } from "./pages/endpoints.tsx";
+import { Inboxes } from "./pages/inboxes.tsx";
 import { Overview as OverviewPage } from "./pages/overview.tsx";
 import { SetPassword } from "./pages/set-password.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
@@ -15,6 +16,7 @@ import "./styles.css";
 const NAV = [
   { path: "/", label: "Overview" },
   { path: "/domains", label: "Domains" },
+  { path: "/inboxes", label: "Inboxes" },
   { path: "/endpoints", label: "Endpoints" },
   { path: "/deliveries", label: "Deliveries" },
   { path: "/api-keys", label: "API keys" },
@@ -78,6 +80,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
           <Deliveries onChanged={refresh} />
         ) : path === "/domains" ? (
           <Domains />
+        ) : path === "/inboxes" ? (
+          <Inboxes />
         ) : path === "/endpoints" ? (
           <Endpoints />
         ) : path === "/api-keys" ? (

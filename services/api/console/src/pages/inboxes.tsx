@@ -1,0 +1,150 @@
+import { type FormEvent, useState } from "react";
+import { type Address, ApiError, api, type Domain, type Endpoint, type Page } from "../api.ts";
+import { Button, Empty, ErrorNote, Loading, TextField } from "../components.tsx";
+import { useAsync, useSubmit } from "../use-async.ts";
+
+/** Inboxes: addresses on the account's domains, routed to an endpoint or stored only; on/off. */
+export function Inboxes() {
+  const data = useAsync(() =>
+    Promise.all([
+      api<Page<Address>>("GET", "/addresses?limit=100"),
+      api<Page<Domain>>("GET", "/domains?limit=100"),
+      api<Page<Endpoint>>("GET", "/endpoints?limit=100"),
+    ]),
+  );
+  const [addresses, domains, endpoints] = data.data ?? [undefined, undefined, undefined];
+  const [localPart, setLocalPart] = useState("");
+  const [domainId, setDomainId] = useState("");
+  const [endpointId, setEndpointId] = useState("");
+  const [actionError, setActionError] = useState<string>();
+  const { busy, error, run } = useSubmit();
+  const field = error instanceof ApiError ? error.field : undefined;
+  const chosenDomain = domainId || domains?.data[0]?.id || "";
+  const domainName = (id: string) => domains?.data.find((d) => d.id === id)?.domain ?? id;
+  const endpointName = (id: string | null) =>
+    id === null ? "store only" : (endpoints?.data.find((e) => e.id === id)?.name ?? id);
+  const create = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      await api("POST", "/addresses", {
+        domainId: chosenDomain,
+        localPart: localPart.trim(),
+        ...(endpointId ? { endpointId } : {}),
+      });
+      setLocalPart("");
+      await data.reload();
+    });
+  };
+  const act = async (work: () => Promise<unknown>) => {
+    setActionError(undefined);
+    try {
+      await work();
+      await data.reload();
+    } catch (e) {
+      setActionError((e as Error).message);
+    }
+  };
+  if (data.loading && !data.data) return <Loading />;
+  if (!addresses || !domains || !endpoints) return <ErrorNote message={data.error} />;
+  return (
+    <section aria-labelledby="inboxes-title">
+      <h1 id="inboxes-title">Inboxes</h1>
+      {domains.data.length === 0 ? (
+        <Empty title="Add a domain first">An inbox is an address on one of your domains.</Empty>
+      ) : (
+        <form className="card inline-form" onSubmit={create} aria-label="Create an inbox">
+          <TextField
+            id="inbox-local"
+            label="Address"
+            required
+            value={localPart}
+            placeholder="support"
+            onChange={setLocalPart}
+            error={field === "localPart" ? error?.message.replace(/^localPart: /, "") : undefined}
+          />
+          <div className="field">
+            <label htmlFor="inbox-domain">Domain</label>
+            <select id="inbox-domain" value={chosenDomain} onChange={(e) => setDomainId(e.target.value)}>
+              {domains.data.map((d) => (
+                <option key={d.id} value={d.id}>
+                  @{d.domain}
+                </option>
+              ))}
+            </select>
+          </div>
+          <div className="field">
+            <label htmlFor="inbox-endpoint">Deliver to</label>
+            <select id="inbox-endpoint" value={endpointId} onChange={(e) => setEndpointId(e.target.value)}>
+              <option value="">store only</option>
+              {endpoints.data.map((ep) => (
+                <option key={ep.id} value={ep.id}>
+                  {ep.name}
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
+            {busy ? "Creating…" : "Create inbox"}
+          </button>
+          {error && field !== "localPart" && <span className="error">{error.message}</span>}
+        </form>
+      )}
+      <ErrorNote message={actionError} />
+      {addresses.data.length === 0 ? (
+        <Empty title="No inboxes yet">Create an address and choose the endpoint its mail goes to.</Empty>
+      ) : (
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Address</th>
+              <th scope="col">Delivers to</th>
+              <th scope="col">Status</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {addresses.data.map((a) => {
+              const address = `${a.localPart}@${domainName(a.domainId)}`;
+              return (
+                <tr key={a.id}>
+                  <td className="mono">{address}</td>
+                  <td>
+                    <select
+                      aria-label={`Where mail to ${address} goes`}
+                      value={a.endpointId ?? ""}
+                      onChange={(e) =>
+                        act(() => api("PATCH", `/addresses/${a.id}`, { endpointId: e.target.value || null }))
+                      }
+                    >
+                      <option value="">store only</option>
+                      {endpoints.data.map((ep) => (
+                        <option key={ep.id} value={ep.id}>
+                          {endpointName(ep.id)}
+                        </option>
+                      ))}
+                    </select>
+                  </td>
+                  <td>
+                    <span className={`badge ${a.active ? "delivered" : "retrying"}`}>
+                      {a.active ? "active" : "inactive"}
+                    </span>
+                  </td>
+                  <td>
+                    <Button
+                      label={`${a.active ? "Deactivate" : "Activate"} ${address}`}
+                      onClick={() => act(() => api("PATCH", `/addresses/${a.id}`, { active: !a.active }))}
+                    >
+                      {a.active ? "Deactivate" : "Activate"}
+                    </Button>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
