@@ -101,3 +101,23 @@ export function TextField(props: {
     </div>
   );
 }
+
+/** A table's header row; `actions` adds the unlabelled-looking (screen-reader named) actions column. */
+export function TableHead({ columns, actions }: { columns: string[]; actions?: boolean }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c) => (
+          <th key={c} scope="col">
+            {c}
+          </th>
+        ))}
+        {actions && (
+          <th scope="col">
+            <span className="sr-only">Actions</span>
+          </th>
+        )}
+      </tr>
+    </thead>
+  );
+}

@@ -33,3 +33,18 @@ export function useSubmit() {
   };
   return { busy, error, setError, run };
 }
+
+/** Row actions (retry, pause, revoke…): run, then reload the page's data; the last error is kept. */
+export function useAction(reload: () => Promise<unknown>) {
+  const [error, setError] = useState<string>();
+  const act = async (work: () => Promise<unknown>) => {
+    setError(undefined);
+    try {
+      await work();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+    await reload();
+  };
+  return { error, act };
+}

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, type ApiKey, api } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, ShownOnce, when } from "../components.tsx";
+import { Button, Empty, ErrorNote, Loading, ShownOnce, TableHead, when } from "../components.tsx";
 import { useAsync, useSubmit } from "../use-async.ts";
 
 /** Create (the full key shown once), list, revoke (the API refuses the key on the next request). */
@@ -50,18 +50,7 @@ export function ApiKeys() {
         <Empty title="No API keys">Create a key to use the REST API or MCP from your code.</Empty>
       ) : (
         <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Access</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={["Name", "Prefix", "Access", "Created", "Last used"]} actions />
           <tbody>
             {keys.map((k) => (
               <tr key={k.id} className={k.revokedAt ? "revoked" : undefined}>

@@ -1,7 +1,7 @@
 import { Fragment, useState } from "react";
 import { api, type Delivery, type Endpoint, type Page } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, when } from "../components.tsx";
-import { useAsync } from "../use-async.ts";
+import { Button, Empty, ErrorNote, Loading, TableHead, when } from "../components.tsx";
+import { useAction, useAsync } from "../use-async.ts";
 import { Attempts } from "./attempts.tsx";
 
 const STATUSES = ["", "dead", "retrying", "pending", "delivered"] as const;
@@ -9,7 +9,6 @@ const STATUSES = ["", "dead", "retrying", "pending", "delivered"] as const;
 /** Deliveries, newest first: dead ones highlighted, retry one, or all dead ones of an endpoint. */
 export function Deliveries({ onChanged }: { onChanged: () => void }) {
   const [status, setStatus] = useState<string>(() => new URLSearchParams(window.location.search).get("status") ?? "");
-  const [error, setError] = useState<string>();
   const [open, setOpen] = useState<string>();
   const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
   const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
@@ -17,16 +16,10 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
     () => api<Page<Delivery>>("GET", `/deliveries?limit=100${status ? `&status=${status}` : ""}`),
     [status],
   );
-  const after = async (work: Promise<unknown>) => {
-    setError(undefined);
-    try {
-      await work;
-    } catch (e) {
-      setError((e as Error).message);
-    }
+  const { error, act } = useAction(async () => {
     await list.reload();
     onChanged();
-  };
+  });
   const rows = list.data?.data ?? [];
   const deadEndpoints = [...new Set(rows.filter((d) => d.status === "dead").map((d) => d.endpointId))];
   return (
@@ -44,7 +37,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
           </select>
         </label>
         {deadEndpoints.length > 1 && (
-          <Button kind="danger" onClick={() => after(api("POST", "/deliveries/retry", {}))}>
+          <Button kind="danger" onClick={() => act(() => api("POST", "/deliveries/retry", {}))}>
             Retry all dead
           </Button>
         )}
@@ -52,7 +45,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
           <Button
             key={ep}
             kind="danger"
-            onClick={() => after(api("POST", "/deliveries/retry", { endpointId: ep }))}
+            onClick={() => act(() => api("POST", "/deliveries/retry", { endpointId: ep }))}
             label={`Retry all dead deliveries of endpoint ${endpointName(ep)}`}
           >
             Retry all dead · {endpointName(ep)}
@@ -68,19 +61,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
         </Empty>
       ) : (
         <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">Status</th>
-              <th scope="col">Delivery</th>
-              <th scope="col">Endpoint</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last result</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={["Status", "Delivery", "Endpoint", "Attempts", "Last result", "Created"]} actions />
           <tbody>
             {rows.map((d) => (
               <Fragment key={d.id}>
@@ -107,7 +88,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
                     {(d.status === "dead" || d.status === "delivered") && (
                       <Button
                         kind={d.status === "dead" ? "primary" : "plain"}
-                        onClick={() => after(api("POST", `/deliveries/${d.id}/retry`))}
+                        onClick={() => act(() => api("POST", `/deliveries/${d.id}/retry`))}
                         label={`Retry delivery ${d.id}`}
                       >
                         Retry

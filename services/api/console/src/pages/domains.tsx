@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { api, type Domain, type Endpoint, type Page, type RecordCheck } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, TextField, when } from "../components.tsx";
-import { useAsync, useSubmit } from "../use-async.ts";
+import { Button, Empty, ErrorNote, Loading, TableHead, TextField, when } from "../components.tsx";
+import { useAction, useAsync, useSubmit } from "../use-async.ts";
 
 /** A DNS value with a button that copies exactly what the record needs (without the MX priority). */
 function CopyCell({ shown, copied }: { shown: string; copied: string }) {
@@ -23,14 +23,7 @@ function CopyCell({ shown, copied }: { shown: string; copied: string }) {
 function Records({ domain, checks }: { domain: Domain; checks: RecordCheck[] | undefined }) {
   return (
     <table className="table records">
-      <thead>
-        <tr>
-          <th scope="col">Type</th>
-          <th scope="col">Name</th>
-          <th scope="col">Value</th>
-          <th scope="col">Status</th>
-        </tr>
-      </thead>
+      <TableHead columns={["Type", "Name", "Value", "Status"]} />
       <tbody>
         {domain.dnsRecords.map((r, i) => {
           const check = checks?.[i];
@@ -67,16 +60,7 @@ function Records({ domain, checks }: { domain: Domain; checks: RecordCheck[] | u
 function DomainCard(props: { domain: Domain; endpoints: Endpoint[]; onChanged: () => Promise<unknown> }) {
   const { domain } = props;
   const [checks, setChecks] = useState<RecordCheck[]>();
-  const [error, setError] = useState<string>();
-  const act = async (work: () => Promise<unknown>) => {
-    setError(undefined);
-    try {
-      await work();
-      await props.onChanged();
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
+  const { error, act } = useAction(props.onChanged);
   const setCatchAll = (enabled: boolean, endpointId: string | null) =>
     act(() => api("PATCH", `/domains/${domain.id}`, { catchAll: { enabled, endpointId } }));
   return (

@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, api, type Endpoint, type Page } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, ShownOnce, TextField } from "../components.tsx";
-import { useAsync, useSubmit } from "../use-async.ts";
+import { useAction, useAsync, useSubmit } from "../use-async.ts";
 
 type TestResult = {
   ok: boolean;
@@ -31,7 +31,6 @@ export function Endpoints() {
   const [type, setType] = useState("webhook");
   const [secret, setSecret] = useState<string>();
   const [tests, setTests] = useState<Record<string, TestResult>>({});
-  const [actionError, setActionError] = useState<string>();
   const { busy, error, run } = useSubmit();
   const field = error instanceof ApiError ? error.field : undefined;
   const create = (e: FormEvent) => {
@@ -45,15 +44,7 @@ export function Endpoints() {
       await list.reload();
     });
   };
-  const act = async (work: () => Promise<unknown>) => {
-    setActionError(undefined);
-    try {
-      await work();
-      await list.reload();
-    } catch (e) {
-      setActionError((e as Error).message);
-    }
-  };
+  const { error: actionError, act } = useAction(list.reload);
   const endpoints = list.data?.data ?? [];
   return (
     <section aria-labelledby="endpoints-title">

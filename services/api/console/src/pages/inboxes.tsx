@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { type Address, ApiError, api, type Domain, type Endpoint, type Page } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, TextField } from "../components.tsx";
-import { useAsync, useSubmit } from "../use-async.ts";
+import { Button, Empty, ErrorNote, Loading, TableHead, TextField } from "../components.tsx";
+import { useAction, useAsync, useSubmit } from "../use-async.ts";
 
 /** Inboxes: addresses on the account's domains, routed to an endpoint or stored only; on/off. */
 export function Inboxes() {
@@ -16,7 +16,6 @@ export function Inboxes() {
   const [localPart, setLocalPart] = useState("");
   const [domainId, setDomainId] = useState("");
   const [endpointId, setEndpointId] = useState("");
-  const [actionError, setActionError] = useState<string>();
   const { busy, error, run } = useSubmit();
   const field = error instanceof ApiError ? error.field : undefined;
   const chosenDomain = domainId || domains?.data[0]?.id || "";
@@ -35,15 +34,7 @@ export function Inboxes() {
       await data.reload();
     });
   };
-  const act = async (work: () => Promise<unknown>) => {
-    setActionError(undefined);
-    try {
-      await work();
-      await data.reload();
-    } catch (e) {
-      setActionError((e as Error).message);
-    }
-  };
+  const { error: actionError, act } = useAction(data.reload);
   if (data.loading && !data.data) return <Loading />;
   if (!addresses || !domains || !endpoints) return <ErrorNote message={data.error} />;
   return (
@@ -94,16 +85,7 @@ export function Inboxes() {
         <Empty title="No inboxes yet">Create an address and choose the endpoint its mail goes to.</Empty>
       ) : (
         <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">Address</th>
-              <th scope="col">Delivers to</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={["Address", "Delivers to", "Status"]} actions />
           <tbody>
             {addresses.data.map((a) => {
               const address = `${a.localPart}@${domainName(a.domainId)}`;
