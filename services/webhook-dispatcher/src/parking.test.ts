@@ -1,9 +1,9 @@
 import { createParking } from "./parking.ts";
 
-/** A clock the test moves, jitter fixed at 1× (random 0.5), 4 slots per endpoint. */
+/** A clock the test moves, jitter at its top (1×), 4 slots per endpoint. */
 function clocked() {
   let t = 1_000_000;
-  const parking = createParking({ slots: 4, minMs: 1_000, maxMs: 30_000, now: () => t, random: () => 0.5 });
+  const parking = createParking({ slots: 4, minMs: 1_000, maxMs: 30_000, now: () => t, random: () => 1 });
   const advance = (ms: number) => {
     t += ms;
   };

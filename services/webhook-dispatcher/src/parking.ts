@@ -7,7 +7,7 @@
  * its recent attempts did — or as long as the oldest one still in flight has been running, so an
  * endpoint that just started to hang is seen at once. A backlog goes round about once, and a hanging
  * endpoint's jobs look again every `maxMs` instead of every second. Without any measure yet the
- * delay is `minMs`, as before; always with jitter.
+ * delay is `minMs`, as before; always with jitter (0.5–1×).
  *
  * This only decides when a job asks again; it never makes or uses an attempt, so retries, backoff
  * and the per-endpoint limit are unchanged. It is per process and forgets: a job another process
@@ -83,7 +83,9 @@ export function createParking(opts: {
       }
       const ms = attemptMs(endpointId, t);
       const turn = ms === 0 ? opts.minMs : (line.size * ms) / opts.slots;
-      const jitter = 0.5 + random(); // spreads jobs parked together
+      // Jitter spreads jobs parked together, early rather than late: one back early looks again cheaply
+      // (parked again without a claim while the endpoint is saturated), one back late leaves a slot idle.
+      const jitter = 0.5 + 0.5 * random();
       const delay = Math.round(Math.min(opts.maxMs, Math.max(opts.minMs, turn) * jitter));
       line.set(deliveryId, t + delay);
       lines.set(endpointId, line); // a prune may have dropped the emptied line from the map

@@ -16,8 +16,8 @@ export type DispatcherOptions = DispatchDeps & {
   /** Attempts in flight to one endpoint, across every dispatcher process (default 4). */
   endpointConcurrency?: number;
   /**
-   * How long a job waits before asking again for a slot of a busy endpoint: at least this (default
-   * 1 s, jittered), longer when a line of jobs for the endpoint is parked ahead of it (parking.ts).
+   * How long a job waits before asking again for a slot of a busy endpoint: this (default 1 s,
+   * jittered to 0.5–1×), longer when a line of jobs for the endpoint is parked ahead of it (parking.ts).
    */
   busyRetryMs?: number;
   /** The longest a job parked for a busy endpoint waits before asking again (default 30 s). */
