@@ -1,37 +1,26 @@
-import { existsSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Receiver, startReceiver } from "@mailroom/testing";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { createMember } from "../services/api/test/console-helpers.ts";
 import { type Fixture, seedAccount, seedEmail } from "../services/api/test/helpers.ts";
+import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
- * The console in a real browser (issue 17 item 4, first journeys): Debian's chromium driven by
- * playwright-core against the stack's API serving the built bundle. Screenshots of every page go to
- * test-artifacts/console/ (gitignored) to be looked at.
+ * The console in a real browser (issue 17 item 4): every page against a seeded account, Debian's
+ * chromium driven by playwright-core. Screenshots: test-artifacts/console/.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const BUNDLE = join(import.meta.dirname, "../services/api/console/dist/index.html");
-const SHOTS = join(import.meta.dirname, "../test-artifacts/console");
 const PASSWORD = "a long enough password";
-// Generous: the machine is shared and loaded; every wait is for a condition, never a duration.
-const WAIT = { timeout: 30_000 };
 
 let stack: Stack;
 let acct: TestAccount;
 let f: Fixture;
-let browser: Browser;
 let receiver: Receiver;
+let ui: ConsoleBrowser;
 let page: Page;
-const foreign: string[] = [];
+let foreign: string[];
 
 beforeAll(async () => {
-  if (!existsSync(BUNDLE))
-    throw new Error("console bundle missing: run `npm run console:build` (scripts/test.sh does)");
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run scripts/install-chromium.sh`);
-  mkdirSync(SHOTS, { recursive: true });
   receiver = await startReceiver();
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
   acct = await stack.account({ plan: "free" });
@@ -40,15 +29,12 @@ beforeAll(async () => {
   await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });
   await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });
   await createMember(stack, acct.accountId, "owner@browser.example.com", PASSWORD);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  // Every request the page makes must go to the API's own origin (no third-party hosts).
-  page.on("request", (r) => {
-    if (!r.url().startsWith(stack.apiUrl) && !r.url().startsWith("data:")) foreign.push(r.url());
-  });
+  ui = await openConsole(stack.apiUrl);
+  page = ui.page;
+  foreign = ui.foreign;
 }, 120_000);
 afterAll(async () => {
-  await browser?.close();
+  await ui?.browser.close();
   await receiver?.close();
   await stack?.close();
 });
@@ -60,7 +46,7 @@ type Win = {
   innerWidth: number;
 };
 
-const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const shot = (name: string) => ui.shot(name);
 
 describe("console in chromium", () => {
   it("signs in, with a wrong password shown inline first", async () => {
