@@ -41,15 +41,32 @@ afterAll(async () => {
 });
 
 describe("a dead delivery, in the console", () => {
-  it("SMTP message → attempts fail → dead, highlighted and counted; retry from the page delivers it", async () => {
+  it("SMTP message → appears in Mail without a reload; its HTML is sandboxed and loads nothing remote", async () => {
+    await ui.signIn("ops@journey-dead.example.com", PASSWORD);
+    const page = ui.page;
+    await page.getByRole("link", { name: "Mail" }).click();
+    await page.getByText("No mail yet").waitFor(WAIT);
     const smtp = nodemailer.createTransport({ host: "127.0.0.1", port: stack.smtpPort, ignoreTLS: true });
     await smtp.sendMail({
       from: "a@sender.example",
       to: "orders@journey-dead.example.com",
       subject: "order 1",
-      text: "x",
+      text: "plain part",
+      html: `<p>Order <b>one</b></p><img src="${receiver.url}/pixel.png" alt="tracker">`,
     });
     smtp.close();
+    // Polling brings it in; nothing reloads the page.
+    await page.getByRole("button", { name: "order 1" }).click({ timeout: 60_000 });
+    await page.getByRole("heading", { name: "order 1" }).waitFor(WAIT);
+    const frame = page.frameLocator('iframe[title="HTML body"]');
+    await frame.getByText("Order one").waitFor(WAIT);
+    expect(await page.locator('iframe[title="HTML body"]').getAttribute("sandbox")).toBe("");
+    expect(receiver.requests.filter((r) => r.path === "/pixel.png")).toEqual([]);
+    expect(await page.locator(".badges").textContent()).toMatch(/SPF .*DKIM .*DMARC /);
+    await ui.shot("mail-message");
+  });
+
+  it("its delivery fails until dead: highlighted and counted; retry from the page delivers it", async () => {
     const dead = await waitFor(
       () => stack.prisma.delivery.findFirst({ where: { accountId: acct.accountId, status: "dead" } }),
       { what: "the delivery to die", timeoutMs: 90_000 },
@@ -57,8 +74,8 @@ describe("a dead delivery, in the console", () => {
     deliveryId = dead.id;
     expect(receiver.requests.filter((r) => r.path === "/hook")).toHaveLength(2);
 
-    await ui.signIn("ops@journey-dead.example.com", PASSWORD);
     const page = ui.page;
+    await page.getByRole("link", { name: "Overview" }).click();
     await page.getByTestId("dead-count").filter({ hasText: "1" }).waitFor(WAIT);
     await page.getByRole("link", { name: /Deliveries/ }).click();
     const row = page.locator('tr[data-status="dead"]', { hasText: deliveryId });

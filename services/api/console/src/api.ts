@@ -121,3 +121,27 @@ export type Address = {
   domain?: string;
   address?: string;
 };
+
+export type EmailSummary = {
+  id: string;
+  direction: "inbound" | "outbound";
+  threadId: string;
+  fromAddress: string;
+  toAddresses: string[];
+  subject: string;
+  spamVerdict: string | null;
+  attachmentCount: number;
+  receivedAt: string;
+};
+
+export type Email = EmailSummary & {
+  messageId: string;
+  ccAddresses: string[];
+  textBody: string;
+  htmlBody: string;
+  spfVerdict: string;
+  dkimVerdict: string;
+  dmarcVerdict: string;
+  headers?: Record<string, unknown>;
+  attachments: { filename: string; contentType: string; size: number; stored: boolean }[];
+};

@@ -7,6 +7,7 @@ import { Deliveries } from "./pages/deliveries.tsx";
 import { Domains } from "./pages/domains.tsx";
 import { Endpoints } from "./pages/endpoints.tsx";
 import { Inboxes } from "./pages/inboxes.tsx";
+import { Mail } from "./pages/mail.tsx";
 import { Overview as OverviewPage } from "./pages/overview.tsx";
 import { SetPassword } from "./pages/set-password.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
@@ -15,6 +16,7 @@ import "./styles.css";
 
 const NAV = [
   { path: "/", label: "Overview" },
+  { path: "/mail", label: "Mail" },
   { path: "/domains", label: "Domains" },
   { path: "/inboxes", label: "Inboxes" },
   { path: "/endpoints", label: "Endpoints" },
@@ -25,7 +27,7 @@ const NAV = [
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
   const path = usePath();
   const [dead, setDead] = useState<number>();
-  // The navigation's dead-delivery count: on load, after every page action, and each minute.
+  // The navigation's dead-delivery count: on every navigation, after page actions, and each minute.
   const refresh = useCallback(() => {
     api<Overview>("GET", "/overview").then(
       (o) => setDead(o.deliveries.dead),
@@ -33,10 +35,11 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
     );
   }, []);
   useEffect(() => {
-    refresh();
     const t = setInterval(refresh, 60_000);
     return () => clearInterval(t);
   }, [refresh]);
+  // `path` is the trigger: every navigation asks again.
+  useEffect(refresh, [path, refresh]);
   return (
     <div className="shell">
       <header className="top">
@@ -78,6 +81,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
       <main className="content">
         {path === "/deliveries" ? (
           <Deliveries onChanged={refresh} />
+        ) : path === "/mail" ? (
+          <Mail />
         ) : path === "/domains" ? (
           <Domains />
         ) : path === "/inboxes" ? (
