@@ -63,6 +63,10 @@ describe("admin CLI (subprocess)", () => {
       ["domains", "verify"],
       ["domains", "list"],
       ["domains", "show"],
+      ["members"],
+      ["members", "create"],
+      ["members", "reset-password"],
+      ["members", "list"],
     ];
     for (const c of commands) {
       const r = await admin(...c, "--help");
@@ -70,6 +74,31 @@ describe("admin CLI (subprocess)", () => {
       expect(r.stdout).toContain(`Usage: admin${c.length ? ` ${c.join(" ")}` : ""}`);
       if (c.length === 2) expect(r.stdout).toContain("--json");
     }
+  });
+
+  it("members create prints the one-time link under --console-url (default: PUBLIC_API_URL); bad lines exit 2, refusals 1", async () => {
+    const acc = await json("accounts", "create", "--name", "Members");
+    const m = await json(
+      "members",
+      "create",
+      "--account",
+      acc.id,
+      "--email",
+      "Ops@CLI.example",
+      "--console-url",
+      "https://mail.example.com/",
+    );
+    expect(m).toMatchObject({ accountId: acc.id, email: "ops@cli.example" });
+    expect(m.setPasswordUrl).toMatch(/^https:\/\/mail\.example\.com\/console\/set-password#token=[\w-]{43}$/);
+    const missing = await admin("members", "create", "--account", acc.id);
+    expect([missing.code, missing.stdout]).toEqual([2, ""]);
+    expect(missing.stderr).toContain("--email");
+    const again = await admin("members", "create", "--account", acc.id, "--email", "ops@cli.example");
+    expect([again.code, again.stdout]).toEqual([1, ""]);
+    expect(again.stderr).toContain("already a member");
+    const list = await json("members", "list", "--account", acc.id);
+    expect(list.data).toEqual([expect.objectContaining({ email: "ops@cli.example", passwordSet: false })]);
+    expect(JSON.stringify(list)).not.toContain("token");
   });
 
   it("an unknown flag is an error: exit 2, message on stderr, nothing created", async () => {
