@@ -107,6 +107,18 @@ describe("sign in and out", () => {
     expect((await c.call("GET", "/console/api/overview")).status).toBe(401);
   });
 
+  it("members remove ends the member's sessions at once", async () => {
+    const acc = await stack.account();
+    await createMember(stack, acc.accountId, "leaver@x.example", PASSWORD);
+    const c = consoleClient(stack);
+    expect((await c.signIn("leaver@x.example", PASSWORD)).status).toBe(201);
+    expect((await c.call("GET", "/console/api/overview")).status).toBe(200);
+    await stack.admin("members", "remove", "--email", "leaver@x.example");
+    expect((await c.call("GET", "/console/api/overview")).status).toBe(401);
+    expect((await c.signIn("leaver@x.example", PASSWORD)).status).toBe(401);
+    await expect(stack.admin("members", "remove", "--email", "leaver@x.example")).rejects.toThrow(/not a member/);
+  });
+
   it("overview: plan, rule cap, allotment used, mail today, failing deliveries", async () => {
     const c = consoleClient(stack);
     await c.signIn("alice@a.example", PASSWORD);

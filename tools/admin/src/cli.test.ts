@@ -66,6 +66,7 @@ describe("admin CLI (subprocess)", () => {
       ["members"],
       ["members", "create"],
       ["members", "reset-password"],
+      ["members", "remove"],
       ["members", "list"],
     ];
     for (const c of commands) {

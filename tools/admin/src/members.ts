@@ -59,3 +59,11 @@ export async function listMembers(prisma: PrismaClient, accountId: string): Prom
     createdAt: m.createdAt.toISOString(),
   }));
 }
+
+/** Removes a member: their sessions go with the row (cascade), so the console refuses them at once. */
+export async function removeMember(prisma: PrismaClient, email: string) {
+  const address = normalizeEmail(email);
+  const r = await prisma.member.deleteMany({ where: { email: address } });
+  if (r.count === 0) throw new AdminError(`${address} is not a member`);
+  return { email: address, removed: true };
+}

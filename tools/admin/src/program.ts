@@ -144,6 +144,9 @@ function buildProgram(getPrisma: () => PrismaClient, io: Io, done: (output: Outp
     .requiredOption("--email <email>", "the member's email")
     .addOption(consoleUrl())
     .action(one((o) => memberOps.resetPassword(getPrisma(), str(o.email), str(o.consoleUrl))));
+  leaf(members, "remove", "remove a member; their console sessions end at once")
+    .requiredOption("--email <email>", "the member's email")
+    .action(one((o) => memberOps.removeMember(getPrisma(), str(o.email))));
   leaf(members, "list", "list an account's members (never a password or link)")
     .requiredOption("--account <id>", "account id (acc_…)")
     .action(list((o) => memberOps.listMembers(getPrisma(), str(o.account))));
