@@ -47,6 +47,12 @@ export type Condition = TextCondition | BooleanCondition;
 const isTextOperator = (op: string): op is TextOperator => (TEXT_OPERATORS as readonly string[]).includes(op);
 const isBooleanField = (f: string): f is BooleanField => (BOOLEAN_FIELDS as readonly string[]).includes(f);
 
+/** The operators valid for a field (the pairs conditionSchema accepts); the console's builder offers only these. */
+export const operatorsFor = (field: ConditionField): readonly ConditionOperator[] =>
+  isBooleanField(field) ? BOOLEAN_OPERATORS : TEXT_OPERATORS;
+/** Whether a condition with this operator carries a `value` (text operators do, is_true/is_false do not). */
+export const operatorTakesValue = (op: ConditionOperator): op is TextOperator => isTextOperator(op);
+
 const show = (input: unknown) => JSON.stringify(input) ?? String(input);
 
 /** An enum whose errors say what was given and what is allowed. */

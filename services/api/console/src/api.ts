@@ -15,9 +15,9 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-  /** The field a 400 names (`domain: must be …` → `domain`), to show the error next to it. */
+  /** The field a 400 names (`domain: …` → `domain`, `conditions[0].value: …`), to show the error next to it. */
   get field(): string | undefined {
-    return this.status === 400 ? /^([\w.]+): /.exec(this.message)?.[1] : undefined;
+    return this.status === 400 ? /^([\w.[\]]+): /.exec(this.message)?.[1] : undefined;
   }
 }
 
@@ -144,4 +144,37 @@ export type Email = EmailSummary & {
   dmarcVerdict: string;
   headers?: Record<string, unknown>;
   attachments: { filename: string; contentType: string; size: number; stored: boolean }[];
+};
+
+export type ShieldCondition = { field: string; operator: string; value?: string };
+
+export type ShieldRule = {
+  id: string;
+  name: string;
+  action: "allow" | "block" | "route";
+  priority: number;
+  enabled: boolean;
+  scope: "account" | "domain" | "address";
+  conditions: ShieldCondition[];
+  endpointIds: string[];
+  createdAt: string;
+};
+
+export type BlockRecord = {
+  id: string;
+  ruleId: string | null;
+  ruleName: string;
+  sender: string;
+  recipient: string;
+  subject: string;
+  receivedAt: string;
+};
+
+export type DryRun = {
+  decision: "none" | "allow" | "block" | "route";
+  outcome: "deliver" | "block" | "route" | "quarantine";
+  rule: ShieldRule | null;
+  reason: string;
+  recipient: { address: string };
+  trace: { ruleId: string; name: string; priority: number; matched: boolean; skipped?: string }[];
 };

@@ -10,6 +10,7 @@ import { Inboxes } from "./pages/inboxes.tsx";
 import { Mail } from "./pages/mail.tsx";
 import { Overview as OverviewPage } from "./pages/overview.tsx";
 import { SetPassword } from "./pages/set-password.tsx";
+import { Shield } from "./pages/shield.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
 import { navigate, usePath } from "./router.ts";
 import "./styles.css";
@@ -20,6 +21,7 @@ const NAV = [
   { path: "/domains", label: "Domains" },
   { path: "/inboxes", label: "Inboxes" },
   { path: "/endpoints", label: "Endpoints" },
+  { path: "/shield", label: "Shield rules" },
   { path: "/deliveries", label: "Deliveries" },
   { path: "/api-keys", label: "API keys" },
 ] as const;
@@ -89,6 +91,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
           <Inboxes />
         ) : path === "/endpoints" ? (
           <Endpoints />
+        ) : path === "/shield" ? (
+          <Shield />
         ) : path === "/api-keys" ? (
           <ApiKeys />
         ) : (

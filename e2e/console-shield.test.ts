@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import type { Page } from "playwright-core";
+import { createMember } from "../services/api/test/console-helpers.ts";
+import { type Fixture, seedAccount } from "../services/api/test/helpers.ts";
+import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
+import { type Stack, startStack, type TestAccount } from "./stack.ts";
+
+/**
+ * The console's Shield rules page in chromium (issue 17): the condition builder, an inline error,
+ * reorder, disable, delete, a dry run of a pasted message and the block log. The fixture seeds one
+ * rule ("r", priority 1) and one block record of it. Screenshots: test-artifacts/console/.
+ */
+const PASSWORD = "a long enough password";
+const RAW = [
+  "From: Spammer <spam@bad.example>",
+  "To: info@shield.example.com",
+  "Subject: cheap pills",
+  "",
+  "buy now",
+].join("\r\n");
+
+let stack: Stack;
+let acct: TestAccount;
+let f: Fixture;
+let ui: ConsoleBrowser;
+let page: Page;
+
+beforeAll(async () => {
+  stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
+  acct = await stack.account({ plan: "free" });
+  f = await seedAccount(stack, acct, "shield.example.com");
+  await createMember(stack, acct.accountId, "owner@shield.example.com", PASSWORD);
+  ui = await openConsole(stack.apiUrl);
+  page = ui.page;
+  await ui.signIn("owner@shield.example.com", PASSWORD);
+}, 120_000);
+afterAll(async () => {
+  await ui?.browser.close();
+  await stack?.close();
+});
+
+const rulesOf = () =>
+  stack.prisma.shieldRule.findMany({ where: { accountId: acct.accountId }, orderBy: { priority: "asc" } });
+const row = (name: string) =>
+  page
+    .getByRole("table", { name: "Rules in evaluation order" })
+    .locator("tr", { has: page.getByRole("cell", { name, exact: true }) });
+
+describe("console shield rules in chromium", () => {
+  it("lists the rules and the seeded block record in the block log", async () => {
+    await page.getByRole("link", { name: "Shield rules" }).click();
+    await row("r").waitFor(WAIT);
+    const blocks = page.getByRole("table", { name: "Block log" });
+    await blocks.locator("tr", { hasText: "a@sender.example" }).waitFor(WAIT);
+    expect(await blocks.textContent()).toContain("blocked");
+  });
+
+  it("the builder offers only the operators valid for the chosen field", async () => {
+    await page.getByLabel("Field 1").selectOption("has_attachment");
+    const ops = await page.getByLabel("Operator 1").locator("option").allTextContents();
+    expect(ops).toEqual(["is_true", "is_false"]);
+    expect(await page.getByLabel("Value 1").count()).toBe(0);
+    await page.getByLabel("Field 1").selectOption("from_domain");
+    expect(await page.getByLabel("Operator 1").locator("option").allTextContents()).toEqual([
+      "contains",
+      "not_contains",
+      "equals",
+      "starts_with",
+      "ends_with",
+    ]);
+  });
+
+  it("shows the API's error under the condition's value, then creates the rule", async () => {
+    await page.getByLabel("Name").fill("no bad senders");
+    await page.getByLabel("Action").selectOption("block");
+    await page.getByLabel("Operator 1").selectOption("equals");
+    await page.getByRole("button", { name: "Create rule" }).click();
+    const err = page.locator("#cond-value-0-error");
+    await err.waitFor(WAIT);
+    expect(await err.textContent()).toBe("must not be empty");
+    await page.getByLabel("Value 1").fill("bad.example");
+    await page.getByRole("button", { name: "Create rule" }).click();
+    await row("no bad senders").waitFor(WAIT);
+    const rules = await rulesOf();
+    expect(rules.map((r) => [r.name, r.priority, r.enabled, r.action])).toEqual([
+      ["r", 1, true, "block"],
+      ["no bad senders", 2, true, "block"],
+    ]);
+    expect(rules[1]?.conditions).toEqual([{ field: "from_domain", operator: "equals", value: "bad.example" }]);
+    await ui.shot("shield-created");
+  });
+
+  it("moves the new rule up (evaluation order is stored)", async () => {
+    await page.getByRole("button", { name: "Move no bad senders up" }).click();
+    await page.getByRole("button", { name: "Move no bad senders down" }).waitFor(WAIT);
+    expect((await rulesOf()).map((r) => r.name)).toEqual(["no bad senders", "r"]);
+  });
+
+  it("dry-runs a pasted message and shows the deciding rule", async () => {
+    await page.getByLabel("Raw message").fill(RAW);
+    await page.getByRole("button", { name: "Run dry run" }).click();
+    const verdict = page.getByTestId("verdict");
+    await verdict.waitFor(WAIT);
+    expect(await verdict.textContent()).toMatch(/^block by rule “no bad senders”/);
+    await ui.shot("shield-dry-run");
+  });
+
+  it("disables the rule (row updated); the dry run then skips it", async () => {
+    await page.getByRole("button", { name: "Disable no bad senders" }).click();
+    await page.getByRole("button", { name: "Enable no bad senders" }).waitFor(WAIT);
+    const rule = (await rulesOf()).find((r) => r.name === "no bad senders");
+    expect(rule?.enabled).toBe(false);
+    await page.getByRole("button", { name: "Run dry run" }).click();
+    await page.getByTestId("verdict").filter({ hasText: "no bad senders: skipped (disabled)" }).waitFor(WAIT);
+  });
+
+  it("deletes a rule; the other moves up to priority 1", async () => {
+    await page.getByRole("button", { name: "Delete r", exact: true }).click();
+    await row("r")
+      .filter({ hasNotText: "no bad senders" })
+      .waitFor({ state: "detached", ...WAIT });
+    expect((await rulesOf()).map((r) => [r.name, r.priority])).toEqual([["no bad senders", 1]]);
+    // The block record outlives its rule.
+    expect(await stack.prisma.blockRecord.count({ where: { id: f.blockId as string } })).toBe(1);
+    await ui.shot("shield-after-delete");
+  });
+});
