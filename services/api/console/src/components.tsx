@@ -121,3 +121,25 @@ export function TableHead({ columns, actions }: { columns: string[]; actions?: b
     </thead>
   );
 }
+
+/** A labelled select over fixed values (each value is also its text). */
+export function SelectField<T extends string>(props: {
+  id: string;
+  label: string;
+  value: T;
+  options: readonly T[];
+  onChange: (v: T) => void;
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={props.id}>{props.label}</label>
+      <select id={props.id} value={props.value} onChange={(e) => props.onChange(e.target.value as T)}>
+        {props.options.map((o) => (
+          <option key={o} value={o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}

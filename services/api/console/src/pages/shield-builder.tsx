@@ -7,10 +7,10 @@ import {
   operatorTakesValue,
   RULE_ACTIONS,
   type RuleAction,
-} from "@mailroom/core/shield-schema";
+} from "@mailroom/core/shield-fields";
 import { type FormEvent, useState } from "react";
 import { ApiError, api, type Endpoint } from "../api.ts";
-import { TextField } from "../components.tsx";
+import { SelectField, TextField } from "../components.tsx";
 import { useSubmit } from "../use-async.ts";
 
 /** A condition being edited; `key` keeps React's rows stable when one is removed. */
@@ -24,7 +24,7 @@ const toCondition = ({ field, operator, value }: Draft) =>
   operatorTakesValue(operator) ? { field, operator, value } : { field, operator };
 
 /**
- * The create form: field/operator pairs come from the core schema (operatorsFor), so the builder
+ * The create form: field/operator pairs come from the core schema (operatorsFor in core's shield/fields.ts, which conditionSchema checks with), so the builder
  * cannot offer a pair the API would refuse; a 400 naming a field is shown under that field.
  */
 export function RuleBuilder({ endpoints, onCreated }: { endpoints: Endpoint[]; onCreated: () => Promise<unknown> }) {
@@ -70,16 +70,7 @@ export function RuleBuilder({ endpoints, onCreated }: { endpoints: Endpoint[]; o
     <form className="card rule-form" onSubmit={create} aria-label="Create a shield rule">
       <div className="inline-form">
         <TextField id="rule-name" label="Name" required value={name} onChange={setName} error={errorAt("name")} />
-        <div className="field">
-          <label htmlFor="rule-action">Action</label>
-          <select id="rule-action" value={action} onChange={(e) => setAction(e.target.value as RuleAction)}>
-            {RULE_ACTIONS.map((a) => (
-              <option key={a} value={a}>
-                {a}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SelectField id="rule-action" label="Action" value={action} options={RULE_ACTIONS} onChange={setAction} />
         {action === "route" && (
           <div className="field">
             <label htmlFor="rule-route">Route to</label>
@@ -100,34 +91,20 @@ export function RuleBuilder({ endpoints, onCreated }: { endpoints: Endpoint[]; o
           const n = i + 1;
           return (
             <div className="inline-form" key={c.key}>
-              <div className="field">
-                <label htmlFor={`cond-field-${i}`}>Field {n}</label>
-                <select
-                  id={`cond-field-${i}`}
-                  value={c.field}
-                  onChange={(e) => change(i, { field: e.target.value as ConditionField })}
-                >
-                  {CONDITION_FIELDS.map((f) => (
-                    <option key={f} value={f}>
-                      {f}
-                    </option>
-                  ))}
-                </select>
-              </div>
-              <div className="field">
-                <label htmlFor={`cond-op-${i}`}>Operator {n}</label>
-                <select
-                  id={`cond-op-${i}`}
-                  value={c.operator}
-                  onChange={(e) => change(i, { operator: e.target.value as ConditionOperator })}
-                >
-                  {operatorsFor(c.field).map((op) => (
-                    <option key={op} value={op}>
-                      {op}
-                    </option>
-                  ))}
-                </select>
-              </div>
+              <SelectField
+                id={`cond-field-${i}`}
+                label={`Field ${n}`}
+                value={c.field}
+                options={CONDITION_FIELDS}
+                onChange={(field) => change(i, { field })}
+              />
+              <SelectField
+                id={`cond-op-${i}`}
+                label={`Operator ${n}`}
+                value={c.operator}
+                options={operatorsFor(c.field)}
+                onChange={(operator) => change(i, { operator })}
+              />
               {operatorTakesValue(c.operator) && (
                 <TextField
                   id={`cond-value-${i}`}
