@@ -124,4 +124,28 @@ describe("console shield rules in chromium", () => {
     expect(await stack.prisma.blockRecord.count({ where: { id: f.blockId as string } })).toBe(1);
     await ui.shot("shield-after-delete");
   });
+
+  it("creates a route rule to an endpoint", async () => {
+    await page.getByLabel("Name").fill("to the hook");
+    await page.getByLabel("Action").selectOption("route");
+    await page.getByLabel("Route to").selectOption({ index: 1 });
+    await page.getByLabel("Field 1").selectOption("has_attachment");
+    await page.getByLabel("Operator 1").selectOption("is_true");
+    await page.getByRole("button", { name: "Create rule" }).click();
+    await row("to the hook").waitFor(WAIT);
+    const rule = (await rulesOf()).find((r) => r.name === "to the hook");
+    expect(rule).toMatchObject({ action: "route", priority: 2, endpointIds: [f.endpointId] });
+    expect(rule?.conditions).toEqual([{ field: "has_attachment", operator: "is_true" }]);
+  });
+
+  it("usable at phone width", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await row("to the hook").waitFor(WAIT);
+    const overflow = await page.evaluate(() => {
+      const w = globalThis as unknown as { document: { documentElement: { scrollWidth: number } }; innerWidth: number };
+      return w.document.documentElement.scrollWidth - w.innerWidth;
+    });
+    await ui.shot("shield-phone");
+    expect(overflow).toBeLessThanOrEqual(0);
+  });
 });
