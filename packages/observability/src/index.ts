@@ -7,3 +7,4 @@ export * from "./health-server.ts";
 export * from "./observability.ts";
 export * from "./queue-metrics.ts";
 export * from "./registry.ts";
+export * from "./worker-boot.ts";

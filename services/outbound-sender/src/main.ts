@@ -1,13 +1,8 @@
-import { createPrisma, poolOf } from "@mailroom/db";
+import { poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import {
-  createDeliveryMetrics,
-  redisReadiness,
-  registerQueueMetrics,
-  startObservability,
-} from "@mailroom/observability";
-import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
-import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
+import { bootWorker, createDeliveryMetrics, registerQueueMetrics } from "@mailroom/observability";
+import { createEventPublisher } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { loadSenderEnv } from "./env.ts";
 import { createRelay } from "./relay.ts";
@@ -16,33 +11,12 @@ import { startOutboundSender } from "./worker.ts";
 const bootLogger = createLogger("outbound-sender");
 try {
   const env = loadSenderEnv();
-  const logger = createLogger("outbound-sender", env.LOG_LEVEL);
-  const prisma = createPrisma(env.DATABASE_URL);
-  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
-  const obs = await startObservability("outbound-sender", logger, env);
-  // Connections and queues with error listeners, and the eviction-policy check, as in every service;
-  // their errors go through the rate-limited dependency-error log (one line per outage window).
-  const redisConnections = createRedisConnections({
-    url: env.REDIS_URL,
-    prefix: env.REDIS_PREFIX,
-    logger,
-    onError: (err, source) => obs.errors.report("redis", err, { source }),
-  });
-  const workerRedis = redisConnections.connect("worker");
-  const producerRedis = redisConnections.connect("worker");
-  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
-  await awaitDependencies(
-    [
-      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
-      redisDependency(env.REDIS_URL, producerRedis, workerRedis),
-    ],
-    env.STARTUP_TIMEOUT_MS,
-    (name, error) => logger.warn({ error }, `waiting for ${name}`),
+  // Logger, Prisma, health port, Redis connections, the wait for Postgres and Redis, readiness checks.
+  const { logger, prisma, obs, redisConnections, workerRedis, producerRedis } = await bootWorker(
+    "outbound-sender",
+    env,
   );
   const queue = redisConnections.queue("outbound", producerRedis);
-  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
-  obs.health.addCheck("redis", redisReadiness(producerRedis));
-  producerRedis.on("ready", () => obs.errors.recovered("redis"));
   // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
   registerQueueMetrics(obs.registry, [queue]);
   const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });

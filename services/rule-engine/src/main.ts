@@ -1,8 +1,8 @@
-import { createPrisma, poolOf } from "@mailroom/db";
+import { poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { redisReadiness, registerQueueMetrics, startObservability } from "@mailroom/observability";
-import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
-import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
+import { bootWorker, registerQueueMetrics } from "@mailroom/observability";
+import { createEventPublisher } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { loadRuleEngineEnv } from "./env.ts";
 import { createRuleEngineMetrics } from "./metrics.ts";
@@ -14,34 +14,10 @@ import { startRuleEngine } from "./worker.ts";
 const bootLogger = createLogger("rule-engine");
 try {
   const env = loadRuleEngineEnv();
-  const logger = createLogger("rule-engine", env.LOG_LEVEL);
-  const prisma = createPrisma(env.DATABASE_URL);
-  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
-  const obs = await startObservability("rule-engine", logger, env);
-  // Connections and queues with error listeners, and the eviction-policy check, as in every service;
-  // their errors go through the rate-limited dependency-error log (one line per outage window).
-  const redisConnections = createRedisConnections({
-    url: env.REDIS_URL,
-    prefix: env.REDIS_PREFIX,
-    logger,
-    onError: (err, source) => obs.errors.report("redis", err, { source }),
-  });
-  const workerRedis = redisConnections.connect("worker");
-  const producerRedis = redisConnections.connect("worker");
-  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
-  await awaitDependencies(
-    [
-      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
-      redisDependency(env.REDIS_URL, producerRedis, workerRedis),
-    ],
-    env.STARTUP_TIMEOUT_MS,
-    (name, error) => logger.warn({ error }, `waiting for ${name}`),
-  );
+  // Logger, Prisma, health port, Redis connections, the wait for Postgres and Redis, readiness checks.
+  const { logger, prisma, obs, redisConnections, workerRedis, producerRedis } = await bootWorker("rule-engine", env);
   const inboundQueue = redisConnections.queue("inbound", producerRedis);
   const deliveryQueue = redisConnections.queue("delivery", producerRedis);
-  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
-  obs.health.addCheck("redis", redisReadiness(producerRedis));
-  producerRedis.on("ready", () => obs.errors.recovered("redis"));
   // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
   registerQueueMetrics(obs.registry, [inboundQueue]);
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });

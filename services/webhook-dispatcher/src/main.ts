@@ -1,14 +1,9 @@
-import { createPrisma, poolOf } from "@mailroom/db";
+import { poolOf } from "@mailroom/db";
 import { createConnectionPool, createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
-import {
-  createDeliveryMetrics,
-  redisReadiness,
-  registerQueueMetrics,
-  startObservability,
-} from "@mailroom/observability";
-import { createEventPublisher, createRedisConnections } from "@mailroom/queues";
-import { awaitDependencies, fatal, installShutdown, postgresDependency, redisDependency } from "@mailroom/runtime";
+import { bootWorker, createDeliveryMetrics, registerQueueMetrics } from "@mailroom/observability";
+import { createEventPublisher } from "@mailroom/queues";
+import { fatal, installShutdown } from "@mailroom/runtime";
 import { attachmentLinks, byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { loadDispatcherEnv } from "./env.ts";
 import { createSender } from "./send.ts";
@@ -17,33 +12,12 @@ import { startDispatcher } from "./worker.ts";
 const bootLogger = createLogger("webhook-dispatcher");
 try {
   const env = loadDispatcherEnv();
-  const logger = createLogger("webhook-dispatcher", env.LOG_LEVEL);
-  const prisma = createPrisma(env.DATABASE_URL);
-  // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
-  const obs = await startObservability("webhook-dispatcher", logger, env);
-  // Connections and queues with error listeners, and the eviction-policy check, as in every service;
-  // their errors go through the rate-limited dependency-error log (one line per outage window).
-  const redisConnections = createRedisConnections({
-    url: env.REDIS_URL,
-    prefix: env.REDIS_PREFIX,
-    logger,
-    onError: (err, source) => obs.errors.report("redis", err, { source }),
-  });
-  const workerRedis = redisConnections.connect("worker");
-  const producerRedis = redisConnections.connect("worker");
-  // Work only once Postgres and Redis answer; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
-  await awaitDependencies(
-    [
-      postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1")),
-      redisDependency(env.REDIS_URL, producerRedis, workerRedis),
-    ],
-    env.STARTUP_TIMEOUT_MS,
-    (name, error) => logger.warn({ error }, `waiting for ${name}`),
+  // Logger, Prisma, health port, Redis connections, the wait for Postgres and Redis, readiness checks.
+  const { logger, prisma, obs, redisConnections, workerRedis, producerRedis } = await bootWorker(
+    "webhook-dispatcher",
+    env,
   );
   const queue = redisConnections.queue("delivery", producerRedis);
-  obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
-  obs.health.addCheck("redis", redisReadiness(producerRedis));
-  producerRedis.on("ready", () => obs.errors.recovered("redis"));
   // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
   registerQueueMetrics(obs.registry, [queue]);
   // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
