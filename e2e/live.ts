@@ -66,15 +66,16 @@ export type SseReader = {
 };
 
 export async function openSse(url: string, key: string, lastEventId?: string): Promise<SseReader> {
-  const abort = new AbortController();
-  const res = await fetch(url, {
-    headers: {
-      authorization: `Bearer ${key}`,
-      accept: "text/event-stream",
-      ...(lastEventId ? { "last-event-id": lastEventId } : {}),
-    },
-    signal: abort.signal,
+  return openSseWith(url, {
+    authorization: `Bearer ${key}`,
+    ...(lastEventId ? { "last-event-id": lastEventId } : {}),
   });
+}
+
+/** The same reader with any credentials (a console session cookie, or none at all). */
+export async function openSseWith(url: string, headers: Record<string, string>): Promise<SseReader> {
+  const abort = new AbortController();
+  const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: abort.signal });
   const events: SseEvent[] = [];
   const comments: string[] = [];
   const read = async () => {

@@ -32,6 +32,12 @@ export function consoleSession(prisma: PrismaClient): RequestHandler {
     req.member = member;
     req.sessionToken = token;
     req.auth = { accountId: member.accountId, keyId: member.memberId, scope: "full" };
+    // The event stream re-checks the session on each heartbeat: sign-out or removal ends it.
+    req.reauthenticate = async () => {
+      const still = await resolveSession(prisma, token);
+      if (!still) throw new AppError("unauthorized", "Not signed in");
+      return still.accountId;
+    };
     next();
   };
 }

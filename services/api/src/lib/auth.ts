@@ -10,6 +10,13 @@ declare global {
   namespace Express {
     interface Request {
       auth?: AuthContext;
+      /**
+       * Checks again that the credential of this request still holds (key not revoked, session not
+       * ended) and answers its account; throws AppError("unauthorized") otherwise. Long-lived
+       * responses (the event stream) call it on every heartbeat. Set by whichever middleware
+       * authenticated the request: the API key's, or the console session's.
+       */
+      reauthenticate?: () => Promise<string>;
     }
   }
 }
@@ -51,7 +58,9 @@ export function requireWrite(auth: AuthContext): void {
 /** Authenticates every request and refuses writes by read-only keys before any handler runs. */
 export function authMiddleware(prisma: PrismaClient): RequestHandler {
   return async (req, _res, next) => {
-    req.auth = await authenticate(prisma, req.header("authorization"));
+    const header = req.header("authorization");
+    req.auth = await authenticate(prisma, header);
+    req.reauthenticate = async () => (await authenticate(prisma, header)).accountId;
     if (!isReadMethod(req.method)) requireWrite(req.auth);
     next();
   };

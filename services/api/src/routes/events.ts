@@ -2,7 +2,6 @@ import { AppError, invalid } from "@mailroom/core";
 import { EVENT_TYPES } from "@mailroom/queues";
 import { type Response, Router } from "express";
 import { z } from "zod";
-import { authenticate } from "../lib/auth.ts";
 import { accountOf, parseQuery } from "../lib/http.ts";
 import { documented } from "../lib/route.ts";
 import type { OpsContext } from "../ops/context.ts";
@@ -74,7 +73,9 @@ export function eventsRouter(ctx: OpsContext): Router {
           res.end();
           return;
         }
-        await stream(ctx, hub, accountId, req.header("authorization"), resumeFrom, res);
+        const recheck = req.reauthenticate;
+        if (!recheck) throw new AppError("unauthorized", "Not authenticated");
+        await stream(ctx, hub, accountId, recheck, resumeFrom, res);
       },
     ),
   );
@@ -85,7 +86,7 @@ async function stream(
   ctx: OpsContext,
   hub: NonNullable<OpsContext["events"]>,
   accountId: string,
-  authorization: string | undefined,
+  recheck: () => Promise<string>,
   resumeFrom: string | undefined,
   res: Response,
 ) {
@@ -147,9 +148,10 @@ async function stream(
   heartbeat = setInterval(() => {
     if (closed) return;
     res.write(": heartbeat\n\n");
-    // A revoked key stops streaming within one heartbeat, as it would stop any other request.
-    authenticate(ctx.prisma, authorization).then(
-      (auth) => (auth.accountId === accountId ? void pump() : end()),
+    // A revoked key or an ended console session stops streaming within one heartbeat, as it would
+    // stop any other request.
+    recheck().then(
+      (still) => (still === accountId ? void pump() : end()),
       (err: unknown) => (err instanceof AppError ? end() : undefined),
     );
   }, hub.heartbeatMs);
