@@ -13,6 +13,7 @@ import { createEventHub, type EventHub } from "../services/api/src/events/hub.ts
 import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
 import { outboundEnqueuer } from "../services/api/src/lib/outbound-queue.ts";
 import type { RateLimitConfig } from "../services/api/src/lib/rate-limit.ts";
+import { createParser } from "../services/rule-engine/src/parse.ts";
 import type { DnsResolve } from "../services/rule-engine/src/verdicts.ts";
 import { startRuleEngine } from "../services/rule-engine/src/worker.ts";
 import { createIngestServer } from "../services/smtp-ingest/src/server.ts";
@@ -147,8 +148,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     closers.push(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
   }
   if (services.ruleEngine) {
+    // As main.ts wires it: the parser is created by the composition root and closed after the worker.
+    const parser = createParser({ threads: 2 });
     const engine = startRuleEngine({
       prisma,
+      parser,
       logger,
       deliveryQueue,
       inboundQueue,
@@ -161,7 +165,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       events: publishEvent,
       ...withBytes,
     });
-    closers.push(() => engine.close());
+    closers.push(() => engine.close().finally(() => parser.close()));
   }
   if (services.dispatcher) {
     const dispatcher = startDispatcher({

@@ -136,9 +136,28 @@ function own(buf: Buffer): Uint8Array {
   return copy;
 }
 
+type AttachmentData = {
+  content: NodeJS.ReadableStream & { on: (e: string, f: (...a: unknown[]) => void) => void };
+  filename?: string;
+  contentType?: string;
+  cid?: string;
+  contentDisposition?: string;
+  checksum?: string;
+  release: () => void;
+};
+
+/** What mailparser told us so far, turned into the email once it has ended. */
+type Collected = {
+  headers: Map<string, unknown>;
+  headerLines: { key: string; line: string }[];
+  text: string;
+  html: string;
+  attachments: WorkerAttachment[];
+  warnings: string[];
+};
+
 export function parseMime(raw: Uint8Array, limits: ParseLimits): Promise<WorkerEmail> {
   return new Promise((resolve, reject) => {
-    const warnings: string[] = [];
     const parser = new MailParser({
       // Link detection and text→HTML are mailparser's known slow paths on hostile text
       // (nodemailer/mailparser#194, #389); cid→data: inlining duplicates every inline image.
@@ -150,11 +169,7 @@ export function parseMime(raw: Uint8Array, limits: ParseLimits): Promise<WorkerE
       maxHeadSize: limits.maxHeaderBytes + 1,
       maxChildNodes: limits.maxParts + 1,
     });
-    let headers: Map<string, unknown> = new Map();
-    let headerLines: { key: string; line: string }[] = [];
-    let text = "";
-    let html = "";
-    const attachments: WorkerAttachment[] = [];
+    const got: Collected = { headers: new Map(), headerLines: [], text: "", html: "", attachments: [], warnings: [] };
     let pendingAttachments = 0;
     let ended = false;
     let failed = false;
@@ -164,84 +179,31 @@ export function parseMime(raw: Uint8Array, limits: ParseLimits): Promise<WorkerE
       reject(err);
     };
     const finish = () => {
-      if (failed || !ended || pendingAttachments > 0) return;
-      const from = headers.get("from") as AddressObject | undefined;
-      const subject = headers.get("subject");
-      resolve({
-        messageId: (headers.get("message-id") as string | undefined) ?? null,
-        inReplyTo: messageIds(headers.get("in-reply-to") as string | undefined)[0] ?? null,
-        references: messageIds(headers.get("references") as string | string[] | undefined),
-        fromAddress: firstAddressOf(from),
-        fromName: firstNameOf(from),
-        toAddresses: addresses(headers.get("to") as AddressObject | undefined),
-        ccAddresses: addresses(headers.get("cc") as AddressObject | undefined),
-        replyTo: addresses(headers.get("reply-to") as AddressObject | undefined),
-        subject: typeof subject === "string" ? subject : "",
-        textBody: text,
-        strippedText: stripReply(text),
-        htmlBody: html,
-        headers: headerLines.map((h) => ({ key: h.key, value: unfold(h.line.slice(h.line.indexOf(":") + 1)) })),
-        attachments,
-        warnings,
-      });
+      if (!failed && ended && pendingAttachments === 0) resolve(emailOf(got));
     };
     parser.on("headers", (h: Map<string, unknown>) => {
-      headers = h;
-      headerLines = parser.headerLines ?? [];
+      got.headers = h;
+      got.headerLines = parser.headerLines ?? [];
     });
     parser.on("error", (err: Error) => {
       // Not fatal: mailparser carries on with a placeholder text, which we drop.
-      if (/^HTML too long|^Failed to parse HTML/.test(err.message)) warnings.push(err.message);
+      if (/^HTML too long|^Failed to parse HTML/.test(err.message)) got.warnings.push(err.message);
       else fail(err);
     });
     parser.on("data", (data: Record<string, unknown>) => {
       if (data.type === "text") {
-        text = typeof data.text === "string" ? data.text : "";
-        if (/^Invalid HTML content/.test(text)) text = "";
-        html = typeof data.html === "string" ? data.html : "";
+        got.text = typeof data.text === "string" ? data.text : "";
+        if (/^Invalid HTML content/.test(got.text)) got.text = "";
+        got.html = typeof data.html === "string" ? data.html : "";
         return;
       }
       if (data.type !== "attachment") return;
       pendingAttachments++;
-      const att = data as {
-        content: NodeJS.ReadableStream & { on: (e: string, f: (...a: unknown[]) => void) => void };
-        filename?: string;
-        contentType?: string;
-        cid?: string;
-        contentDisposition?: string;
-        checksum?: string;
-        release: () => void;
-      };
-      const parts: Buffer[] = [];
-      let size = 0;
-      att.content.on("data", (chunk) => {
-        parts.push(chunk as Buffer);
-        size += (chunk as Buffer).length;
-      });
-      att.content.on("end", () => {
-        // Buffer.concat of one chunk returns a copy; allocate once and fill, freeing chunks as we go.
-        const content = Buffer.allocUnsafeSlow(size);
-        let at = 0;
-        for (let i = 0; i < parts.length; i++) {
-          const p = parts[i] as Buffer;
-          p.copy(content, at);
-          at += p.length;
-          parts[i] = Buffer.alloc(0);
-        }
-        attachments.push({
-          filename: att.filename ?? "attachment",
-          contentType: att.contentType || "application/octet-stream",
-          size,
-          contentId: att.cid ?? null,
-          disposition: att.contentDisposition === "inline" ? "inline" : "attachment",
-          checksum: att.checksum ?? createHash("md5").update(content).digest("hex"),
-          content: new Uint8Array(content.buffer, 0, size),
-        });
-        att.release();
+      collectAttachment(data as AttachmentData, fail, (a) => {
+        got.attachments.push(a);
         pendingAttachments--;
         finish();
       });
-      att.content.on("error", (err) => fail(err as Error));
     });
     parser.on("end", () => {
       ended = true;
@@ -249,6 +211,61 @@ export function parseMime(raw: Uint8Array, limits: ParseLimits): Promise<WorkerE
     });
     Readable.from(chunks(raw)).pipe(parser);
   });
+}
+
+function emailOf(got: Collected): WorkerEmail {
+  const { headers } = got;
+  const from = headers.get("from") as AddressObject | undefined;
+  const subject = headers.get("subject");
+  return {
+    messageId: (headers.get("message-id") as string | undefined) ?? null,
+    inReplyTo: messageIds(headers.get("in-reply-to") as string | undefined)[0] ?? null,
+    references: messageIds(headers.get("references") as string | string[] | undefined),
+    fromAddress: firstAddressOf(from),
+    fromName: firstNameOf(from),
+    toAddresses: addresses(headers.get("to") as AddressObject | undefined),
+    ccAddresses: addresses(headers.get("cc") as AddressObject | undefined),
+    replyTo: addresses(headers.get("reply-to") as AddressObject | undefined),
+    subject: typeof subject === "string" ? subject : "",
+    textBody: got.text,
+    strippedText: stripReply(got.text),
+    htmlBody: got.html,
+    headers: got.headerLines.map((h) => ({ key: h.key, value: unfold(h.line.slice(h.line.indexOf(":") + 1)) })),
+    attachments: got.attachments,
+    warnings: got.warnings,
+  };
+}
+
+/** Reads one attachment's stream into one exactly-sized buffer, then hands it back to mailparser. */
+function collectAttachment(att: AttachmentData, fail: (err: Error) => void, done: (a: WorkerAttachment) => void) {
+  const parts: Buffer[] = [];
+  let size = 0;
+  att.content.on("data", (chunk) => {
+    parts.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  });
+  att.content.on("end", () => {
+    // Buffer.concat of one chunk returns a copy; allocate once and fill, freeing chunks as we go.
+    const content = Buffer.allocUnsafeSlow(size);
+    let at = 0;
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as Buffer;
+      p.copy(content, at);
+      at += p.length;
+      parts[i] = Buffer.alloc(0);
+    }
+    att.release();
+    done({
+      filename: att.filename ?? "attachment",
+      contentType: att.contentType || "application/octet-stream",
+      size,
+      contentId: att.cid ?? null,
+      disposition: att.contentDisposition === "inline" ? "inline" : "attachment",
+      checksum: att.checksum ?? createHash("md5").update(content).digest("hex"),
+      content: new Uint8Array(content.buffer, 0, size),
+    });
+  });
+  att.content.on("error", (err) => fail(err as Error));
 }
 
 async function handle(req: WorkerRequest): Promise<{ res: WorkerResponse; transfer: ArrayBuffer[] }> {

@@ -38,7 +38,7 @@ export type Parser = {
 };
 
 type Slot = { worker: Worker | null; busy: boolean };
-type Waiter = () => void;
+type Settings = { timeoutMs: number; recycleAfterBytes: number; limits: ParseLimits };
 
 // Beside this module: parse-worker.ts under tsx, parse-worker.js in the compiled build (dist/).
 const WORKER_URL = new URL(`./parse-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
@@ -50,83 +50,22 @@ const WORKER_URL = new URL(`./parse-worker${import.meta.url.endsWith(".ts") ? ".
  * ran past the deadline is terminated and replaced, so one hostile message never stalls the others.
  */
 export function createParser(opts: ParserOptions = {}): Parser {
-  const threads = Math.max(1, opts.threads ?? 2);
-  const timeoutMs = opts.timeoutMs ?? 30_000;
-  const recycleAfterBytes = opts.recycleAfterBytes ?? 4 * 1024 * 1024;
-  const limits = { ...DEFAULT_PARSE_LIMITS, ...opts.limits };
-  const slots: Slot[] = Array.from({ length: threads }, () => ({ worker: null, busy: false }));
-  const waiting: Waiter[] = [];
-  let seq = 0;
+  const settings: Settings = {
+    timeoutMs: opts.timeoutMs ?? 30_000,
+    recycleAfterBytes: opts.recycleAfterBytes ?? 4 * 1024 * 1024,
+    limits: { ...DEFAULT_PARSE_LIMITS, ...opts.limits },
+  };
+  const pool = slotPool(Math.max(1, opts.threads ?? 2));
   let closed = false;
-
-  const acquire = async (): Promise<Slot> => {
-    for (;;) {
-      const free = slots.find((s) => !s.busy);
-      if (free) {
-        free.busy = true;
-        return free;
-      }
-      await new Promise<void>((r) => waiting.push(r));
-    }
-  };
-  const release = (slot: Slot) => {
-    slot.busy = false;
-    waiting.shift()?.();
-  };
-
-  const run = (slot: Slot, raw: Uint8Array): Promise<WorkerResponse> => {
-    if (!slot.worker) {
-      slot.worker = new Worker(WORKER_URL);
-      slot.worker.unref();
-    }
-    const worker = slot.worker;
-    const id = ++seq;
-    return new Promise<WorkerResponse>((resolve) => {
-      const cleanup = () => {
-        clearTimeout(timer);
-        worker.off("message", onMessage);
-        worker.off("error", onError);
-        worker.off("exit", onExit);
-      };
-      const onMessage = (res: WorkerResponse) => {
-        if (res.id !== id) return;
-        cleanup();
-        // A thread that parsed a big message keeps the heap it grew for it (hundreds of MB for a
-        // 25 MB body) until a GC it may not run for a long time; a fresh thread costs ~50 ms.
-        if (raw.byteLength >= recycleAfterBytes) {
-          slot.worker = null;
-          void worker.terminate();
-        }
-        resolve(res);
-      };
-      const abandon = (error: string) => {
-        cleanup();
-        slot.worker = null;
-        void worker.terminate();
-        resolve({ id, ok: false, error });
-      };
-      const onError = (err: Error) => abandon(`parser crashed: ${err.message}`);
-      const onExit = () => abandon("parser thread exited");
-      const timer = setTimeout(() => abandon(`parsing exceeded ${timeoutMs} ms`), timeoutMs);
-      worker.on("message", onMessage);
-      worker.on("error", onError);
-      worker.on("exit", onExit);
-      // The raw bytes are copied into the thread (the caller still needs them); the attachments
-      // come back transferred, not copied.
-      const req: WorkerRequest = { id, raw, limits };
-      worker.postMessage(req);
-    });
-  };
-
   return {
     async parse(raw, fallbackIdDomain) {
       if (closed) throw new Error("parser closed");
-      const slot = await acquire();
+      const slot = await pool.acquire();
       let res: WorkerResponse;
       try {
-        res = await run(slot, raw);
+        res = await runOn(slot, raw, settings);
       } finally {
-        release(slot);
+        pool.release(slot);
       }
       if (!res.ok) return { ok: false, reason: res.error };
       const { warnings: _warnings, messageId, ...rest } = res.email;
@@ -142,10 +81,80 @@ export function createParser(opts: ParserOptions = {}): Parser {
     },
     async close() {
       closed = true;
-      await Promise.all(slots.map((s) => s.worker?.terminate()));
-      for (const s of slots) s.worker = null;
+      await Promise.all(pool.slots.map((s) => s.worker?.terminate()));
+      for (const s of pool.slots) s.worker = null;
     },
   };
+}
+
+/** `threads` slots, each one message at a time; parse calls beyond them wait their turn in order. */
+function slotPool(threads: number) {
+  const slots: Slot[] = Array.from({ length: threads }, () => ({ worker: null, busy: false }));
+  const waiting: (() => void)[] = [];
+  return {
+    slots,
+    async acquire(): Promise<Slot> {
+      for (;;) {
+        const free = slots.find((s) => !s.busy);
+        if (free) {
+          free.busy = true;
+          return free;
+        }
+        await new Promise<void>((r) => waiting.push(r));
+      }
+    },
+    release(slot: Slot): void {
+      slot.busy = false;
+      waiting.shift()?.();
+    },
+  };
+}
+
+let seq = 0;
+
+/** One message on the slot's thread (started if it has none), with the deadline. */
+function runOn(slot: Slot, raw: Uint8Array, settings: Settings): Promise<WorkerResponse> {
+  if (!slot.worker) {
+    slot.worker = new Worker(WORKER_URL);
+    slot.worker.unref();
+  }
+  const worker = slot.worker;
+  const id = ++seq;
+  return new Promise<WorkerResponse>((resolve) => {
+    const cleanup = () => {
+      clearTimeout(timer);
+      worker.off("message", onMessage);
+      worker.off("error", onError);
+      worker.off("exit", onExit);
+    };
+    const onMessage = (res: WorkerResponse) => {
+      if (res.id !== id) return;
+      cleanup();
+      // A thread that parsed a big message keeps the heap it grew for it (hundreds of MB for a
+      // 25 MB body) until a GC it may not run for a long time; a fresh thread costs ~50 ms.
+      if (raw.byteLength >= settings.recycleAfterBytes) {
+        slot.worker = null;
+        void worker.terminate();
+      }
+      resolve(res);
+    };
+    const abandon = (error: string) => {
+      cleanup();
+      slot.worker = null;
+      void worker.terminate();
+      resolve({ id, ok: false, error });
+    };
+    const onError = (err: Error) => abandon(`parser crashed: ${err.message}`);
+    const onExit = () => abandon("parser thread exited");
+    const timer = setTimeout(() => abandon(`parsing exceeded ${settings.timeoutMs} ms`), settings.timeoutMs);
+    worker.on("message", onMessage);
+    worker.on("error", onError);
+    worker.on("exit", onExit);
+    // The raw bytes are shared with the thread when they sit in a SharedArrayBuffer (the caller
+    // still needs them); the attachments come back transferred, not copied.
+    const req: WorkerRequest = { id, raw, limits: settings.limits };
+    worker.postMessage(req);
+  });
 }
 
 export function generatedMessageId(raw: Uint8Array, domain: string): string {

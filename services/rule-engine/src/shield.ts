@@ -4,7 +4,36 @@
  */
 import { type Condition, evaluateRules, type MessageFacts, type RuleAction, type RuleForEval } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
-import type { ShieldInput, ShieldOutcome } from "./process.ts";
+import type { Logger } from "@mailroom/log";
+import { isDependencyOutage } from "./outage.ts";
+import type { ParsedEmail } from "./parse.ts";
+import type { AuthVerdicts } from "./verdicts.ts";
+
+/** What shield rules decided for one recipient. `endpointIds: null` = the address's own destination. */
+export type ShieldOutcome =
+  | { action: "deliver"; ruleId: string | null; ruleAction: "allow" | "route" | null; endpointIds: string[] | null }
+  | { action: "block"; ruleId: string; ruleName: string };
+
+export type ShieldInput = {
+  accountId: string;
+  domainId: string;
+  addressId: string | null;
+  recipient: string;
+  email: ParsedEmail;
+  verdicts: AuthVerdicts & { spam: string };
+  /** The account's enabled rules in priority order, read by the load step; absent: the shield reads them. */
+  rules?: readonly RuleForEval[];
+};
+
+export type Shield = (input: ShieldInput) => Promise<ShieldOutcome>;
+
+/** No rule matched (or there is no shield): the address's own destination. */
+export const DELIVER_UNMATCHED: ShieldOutcome = {
+  action: "deliver",
+  ruleId: null,
+  ruleAction: null,
+  endpointIds: null,
+};
 
 /** `to` = envelope recipient + To + Cc (deduplicated, lowercased); `from` = the From header address. */
 export function messageFacts(input: ShieldInput): MessageFacts {
@@ -43,18 +72,18 @@ export async function loadRules(prisma: PrismaClient, accountId: string): Promis
 }
 
 /** Builds the ProcessDeps.shield implementation. */
-export function createShield(prisma: PrismaClient): (input: ShieldInput) => Promise<ShieldOutcome> {
+export function createShield(prisma: PrismaClient): Shield {
   return async (input) => {
     // Read by processRecipient's load step with everything else; callers without it read them here.
     const rules = input.rules ?? (await loadRules(prisma, input.accountId));
-    if (rules.length === 0) return { action: "deliver", ruleId: null, ruleAction: null, endpointIds: null };
+    if (rules.length === 0) return DELIVER_UNMATCHED;
     const result = evaluateRules(messageFacts(input), rules, {
       domainId: input.domainId,
       addressId: input.addressId,
     });
     switch (result.decision) {
       case "none":
-        return { action: "deliver", ruleId: null, ruleAction: null, endpointIds: null };
+        return DELIVER_UNMATCHED;
       case "allow":
         return { action: "deliver", ruleId: result.rule.id, ruleAction: "allow", endpointIds: null };
       case "route":
@@ -64,4 +93,28 @@ export function createShield(prisma: PrismaClient): (input: ShieldInput) => Prom
         return { action: "block", ruleId: result.rule.id, ruleName: result.rule.name };
     }
   };
+}
+
+/**
+ * The `decide` step: the shield's decision, or (no shield) the address's own destination. A message
+ * past its processing budget (`failed`) is stored whatever happens: rules that cannot be evaluated
+ * for it leave it to the address's own destination, like a message no rule matches. An outage is
+ * never swallowed: the job fails and is retried.
+ */
+export async function decide(
+  shield: Shield | undefined,
+  input: ShieldInput,
+  ctx: { failed: boolean; logger: Logger; spoolRecipientId: string },
+): Promise<ShieldOutcome> {
+  if (!shield) return DELIVER_UNMATCHED;
+  try {
+    return await shield(input);
+  } catch (err) {
+    if (!ctx.failed || isDependencyOutage(err)) throw err;
+    ctx.logger.warn(
+      { spoolRecipientId: ctx.spoolRecipientId, err: (err as Error).message },
+      "shield rules failed; delivering as unmatched",
+    );
+    return DELIVER_UNMATCHED;
+  }
 }

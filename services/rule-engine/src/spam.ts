@@ -1,4 +1,17 @@
-import type { SpamInput, SpamVerdict } from "./process.ts";
+import type { Logger } from "@mailroom/log";
+import type { Verdict } from "./verdicts.ts";
+
+export type SpamVerdict = { verdict: Verdict; score: number | null };
+
+export type SpamInput = {
+  ip: string | null;
+  helo: string | null;
+  mailFrom: string;
+  recipient: string;
+  queueId: string;
+};
+
+export type SpamScanner = (raw: Uint8Array, input: SpamInput) => Promise<SpamVerdict>;
 
 export type RspamdOptions = { url: string; timeoutMs?: number; password?: string };
 
@@ -8,7 +21,7 @@ export type RspamdOptions = { url: string; timeoutMs?: number; password?: string
  * `rewrite subject`, `reject` → FAIL; `greylist` and `soft reject` (it wants to see the message
  * again) → GRAY. A scanner that cannot be reached throws; the caller records PROCESSING_FAILED.
  */
-export function createRspamdScanner(opts: RspamdOptions): (raw: Uint8Array, input: SpamInput) => Promise<SpamVerdict> {
+export function createRspamdScanner(opts: RspamdOptions): SpamScanner {
   const endpoint = new URL("/checkv2", opts.url);
   const timeoutMs = opts.timeoutMs ?? 15_000;
   return async (raw, input) => {
@@ -49,5 +62,21 @@ export function verdictFor(action: string | undefined): SpamVerdict["verdict"] {
       return "GRAY";
     default:
       return "PROCESSING_FAILED";
+  }
+}
+
+/** Without a scanner the verdict is GRAY; a scanner that fails gives PROCESSING_FAILED, never a failed job. */
+export async function scanSpam(
+  scanner: SpamScanner | undefined,
+  logger: Logger,
+  raw: Uint8Array,
+  input: SpamInput,
+): Promise<SpamVerdict> {
+  if (!scanner) return { verdict: "GRAY", score: null };
+  try {
+    return await scanner(raw, input);
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, "spam scan failed");
+    return { verdict: "PROCESSING_FAILED", score: null };
   }
 }

@@ -1,3 +1,4 @@
+import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
 import { createWorker, type Queue, type Worker } from "@mailroom/queues";
@@ -5,7 +6,6 @@ import { processWithBudget } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";
 import { isDependencyOutage } from "./outage.ts";
-import { createParser } from "./parse.ts";
 import type { ProcessDeps } from "./process.ts";
 import { createShield } from "./shield.ts";
 import { purgeUnusedSpools, sweepPendingRecipients } from "./sweeper.ts";
@@ -34,10 +34,8 @@ export function startRuleEngine(
     metrics?: RuleEngineMetrics;
   },
 ): RuleEngine {
-  const parser = deps.parser ?? createParser({ threads: deps.concurrency });
   const processDeps: ProcessDeps = {
     ...deps,
-    parser,
     shield: deps.shield ?? createShield(deps.prisma),
     ...(deps.memoryBytes ? { memoryBudget: createByteBudget(deps.memoryBytes) } : {}),
   };
@@ -55,17 +53,40 @@ export function startRuleEngine(
       ...(deps.lockDurationMs ? { lockDuration: deps.lockDurationMs, stalledInterval: deps.lockDurationMs } : {}),
     },
   );
+  logFailures(worker, deps.logger);
+  const stopSweeper = startSweeper(deps);
+  return {
+    worker,
+    async close() {
+      stopSweeper();
+      await worker.close();
+    },
+  };
+}
+
+function logFailures(worker: Worker, logger: Logger): void {
   // Without a listener an "error" (e.g. Redis restarting under a running job) would be thrown.
   // Rate-limited: while Redis is down every reconnect attempt lands here.
-  worker.on("error", (err) => dependencyErrors(deps.logger).report("redis", err, { source: "inbound worker" }));
+  worker.on("error", (err) => dependencyErrors(logger).report("redis", err, { source: "inbound worker" }));
   worker.on("failed", (job, err) => {
     // An outage fails every job that comes up (and each of its retries): one line per window, not one per job.
-    if (isDependencyOutage(err)) dependencyErrors(deps.logger).report("postgres", err, { source: "inbound job" });
-    else deps.logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed");
+    if (isDependencyOutage(err)) dependencyErrors(logger).report("postgres", err, { source: "inbound job" });
+    else logger.warn({ jobId: job?.id, err: err.message }, "inbound job failed");
   });
+}
+
+/** Re-queues recipients whose jobs were lost, then purges spools nothing needs; one pass at a time. */
+function startSweeper(
+  deps: Pick<ProcessDeps, "prisma" | "logger"> & {
+    inboundQueue: Queue;
+    sweepIntervalMs: number;
+    sweepAfterMs?: number;
+    sweepPageSize?: number;
+  },
+): () => void {
   let sweeping = false;
   const timer = setInterval(() => {
-    if (sweeping) return; // one pass at a time
+    if (sweeping) return;
     sweeping = true;
     const age = deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {};
     const page = deps.sweepPageSize !== undefined ? { pageSize: deps.sweepPageSize } : {};
@@ -77,12 +98,5 @@ export function startRuleEngine(
       });
   }, deps.sweepIntervalMs);
   timer.unref();
-  return {
-    worker,
-    async close() {
-      clearInterval(timer);
-      await worker.close();
-      if (!deps.parser) await parser.close();
-    },
-  };
+  return () => clearInterval(timer);
 }

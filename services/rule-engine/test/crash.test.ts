@@ -137,6 +137,7 @@ describe("crash safety", () => {
           sweepAfterMs: 0,
           resolver: createDnsResolve([dns.server]),
           mtaHostname: "mx.mailroom.test",
+          parser: p.parser,
         });
         await p.processed(lost);
 
@@ -213,6 +214,7 @@ describe("crash safety", () => {
             sweepPageSize: pageSize,
             resolver: createDnsResolve([dns.server]),
             mtaHostname: "mx.mailroom.test",
+            parser: p.parser,
           });
           const spoolIds = [...poison, ...good];
           // Poison takes 5 tries with the inbound job's backoff (2, 4, 8, 16 s) before it is stored.

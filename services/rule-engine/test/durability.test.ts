@@ -38,6 +38,7 @@ describe("rule engine durability", () => {
       logger,
       resolver: noDns,
       mtaHostname: "mx.mailroom.test",
+      parser: p.parser,
     };
   });
   afterAll(async () => {
@@ -159,6 +160,7 @@ describe("rule engine durability", () => {
         sweepAfterMs: 0,
         resolver: noDns,
         mtaHostname: "mx.mailroom.test",
+        parser: p.parser,
       });
       await waitFor(async () => (await p.queue.getJob(rcptId))?.isFailed(), { what: "the job to fail for good" });
       expect((await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } })).status).toBe("pending");

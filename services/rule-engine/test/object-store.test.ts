@@ -50,6 +50,7 @@ const deps = (bytes: ByteStore): ProcessDeps => ({
   logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
   resolver: noDns,
   mtaHostname: "mx.mailroom.test",
+  parser: p.parser,
   bytes,
 });
 

@@ -3,6 +3,7 @@ import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queu
 import { waitFor } from "@mailroom/testing";
 import { type SendOutcome, sendOnce } from "../../smtp-ingest/test/clients.ts";
 import { type Ingest, type IngestEnv, ingestEnv } from "../../smtp-ingest/test/harness.ts";
+import { createParser, type Parser } from "../src/parse.ts";
 import type { ProcessDeps } from "../src/process.ts";
 import type { DnsResolve } from "../src/verdicts.ts";
 import { type RuleEngine, startRuleEngine } from "../src/worker.ts";
@@ -12,6 +13,8 @@ export type Pipeline = IngestEnv & {
   engine: RuleEngine | null;
   deliveryQueue: Queue;
   workerRedis: Redis;
+  /** The engine's MIME parser (the one given, or one the pipeline owns), for deps built by a test. */
+  parser: Parser;
   /** Sends raw MIME over SMTP; resolves with the reply and the spool id. */
   sendRaw(from: string, to: string[], raw: string | Buffer): Promise<SendOutcome & { spoolId: string | null }>;
   /** The recipient rows of a spooled message once none of them is pending any more. */
@@ -33,6 +36,7 @@ export async function startPipeline(
   const ingest = await t.start({ maxMessageBytes: opts.maxMessageBytes ?? 30_000_000, maxRecipients: 50 });
   const workerRedis = createRedis(t.env.redisUrl, "worker");
   const deliveryQueue = createQueue("delivery", { connection: t.redis, prefix: t.env.redisPrefix });
+  const parser = opts.parser ?? createParser({ threads: 2 });
   const engine =
     opts.engine === false
       ? null
@@ -48,7 +52,7 @@ export async function startPipeline(
           resolver: opts.resolver ?? noDns,
           mtaHostname: "mx.mailroom.test",
           ...(opts.spam ? { spam: opts.spam } : {}),
-          ...(opts.parser ? { parser: opts.parser } : {}),
+          parser,
         });
   return {
     ...t,
@@ -56,6 +60,7 @@ export async function startPipeline(
     engine,
     deliveryQueue,
     workerRedis,
+    parser,
     async sendRaw(from, to, raw) {
       const r = await sendOnce({ port: ingest.port }, { from, to }, raw);
       return { ...r, spoolId: /queued as (spl_\w+)/.exec(r.response)?.[1] ?? null };
@@ -72,6 +77,7 @@ export async function startPipeline(
       ),
     async stop() {
       await engine?.close();
+      if (!opts.parser) await parser.close();
       await deliveryQueue.close();
       workerRedis.disconnect();
       await t.close();

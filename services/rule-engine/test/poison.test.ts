@@ -38,6 +38,7 @@ describe("poison messages", () => {
       logger,
       resolver: noDns,
       mtaHostname: "mx.mailroom.test",
+      parser: p.parser,
     };
   });
   afterAll(async () => {

@@ -159,6 +159,7 @@ describe("rule engine processing", () => {
       logger: createLogger("test", "silent"),
       resolver: async () => [],
       mtaHostname: "mx.mailroom.test",
+      parser: p.parser,
     };
     const again = await processRecipient(deps, first.spoolRecipientId!);
     expect(again).toMatchObject({ outcome: "skipped" });
@@ -267,6 +268,7 @@ describe("rule engine processing", () => {
       logger: createLogger("test", "silent"),
       resolver: async () => [],
       mtaHostname: "mx.mailroom.test",
+      parser: p.parser,
     };
     expect(await processRecipient(deps, rcpt.id)).toMatchObject({ outcome: "skipped" });
     expect(await bytes()).toEqual(written);

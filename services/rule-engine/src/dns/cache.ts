@@ -36,7 +36,7 @@ export function createCachedResolve(query: DnsQuery, opts: CacheOptions = {}): C
   const errorTtlMs = opts.errorTtlMs ?? 5_000;
   const now = opts.now ?? Date.now;
   const limit = createLimit(opts.maxInFlight ?? 8);
-  const entries = new Map<string, Entry>(); // insertion order = recency order
+  const entries = lruEntries(maxEntries, now);
   const inFlight = new Map<string, Promise<Entry>>();
 
   const lookup = async (name: string, type: QueryType): Promise<Entry> => {
@@ -51,38 +51,18 @@ export function createCachedResolve(query: DnsQuery, opts: CacheOptions = {}): C
     }
   };
 
-  const store = (key: string, entry: Entry) => {
-    if (entry.expires <= now()) return;
-    entries.delete(key);
-    entries.set(key, entry);
-    while (entries.size > maxEntries) {
-      const oldest = entries.keys().next().value;
-      if (oldest === undefined) break;
-      entries.delete(oldest);
-    }
-  };
-
-  const get = (key: string): Entry | undefined => {
-    const entry = entries.get(key);
-    if (!entry) return undefined;
-    entries.delete(key);
-    if (entry.expires <= now()) return undefined;
-    entries.set(key, entry); // most recently used
-    return entry;
-  };
-
   const resolve = async (rawName: string, rrtype: string): Promise<unknown> => {
     const type = rrtype.toUpperCase();
     if (!QUERY_TYPES.has(type)) throw Object.assign(new Error(`unsupported DNS type ${rrtype}`), { code: "ENOTIMP" });
     const name = rawName.toLowerCase().replace(/\.$/, "");
     const key = `${type} ${name}`;
-    let entry = get(key);
+    let entry = entries.get(key);
     if (!entry) {
       let pending = inFlight.get(key);
       if (!pending) {
         pending = lookup(name, type as QueryType).then((e) => {
           inFlight.delete(key);
-          store(key, e);
+          entries.store(key, e);
           return e;
         });
         inFlight.set(key, pending);
@@ -98,6 +78,35 @@ export function createCachedResolve(query: DnsQuery, opts: CacheOptions = {}): C
     size: { get: () => entries.size },
     clear: { value: () => entries.clear() },
   }) as CachedResolve;
+}
+
+/** Unexpired entries, at most `maxEntries`: the least recently used one goes first. */
+function lruEntries(maxEntries: number, now: () => number) {
+  const entries = new Map<string, Entry>(); // insertion order = recency order
+  return {
+    get size() {
+      return entries.size;
+    },
+    clear: () => entries.clear(),
+    store(key: string, entry: Entry): void {
+      if (entry.expires <= now()) return;
+      entries.delete(key);
+      entries.set(key, entry);
+      while (entries.size > maxEntries) {
+        const oldest = entries.keys().next().value;
+        if (oldest === undefined) break;
+        entries.delete(oldest);
+      }
+    },
+    get(key: string): Entry | undefined {
+      const entry = entries.get(key);
+      if (!entry) return undefined;
+      entries.delete(key);
+      if (entry.expires <= now()) return undefined;
+      entries.set(key, entry); // most recently used
+      return entry;
+    },
+  };
 }
 
 /** At most `n` calls of `fn` running at once; the rest wait in order. A finished call hands its slot on. */
