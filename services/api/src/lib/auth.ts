@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { AppError } from "@mailroom/core";
-import type { PrismaClient } from "@mailroom/db";
+import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { RequestHandler } from "express";
 
 export type KeyScope = "read" | "full";
@@ -25,11 +25,21 @@ export const hashApiKey = (key: string): string => createHash("sha256").update(k
 
 const BEARER = /^Bearer (svc_[A-Za-z0-9_-]{16,200})$/;
 
+type KeyRow = { id: string; accountId: string; scope: string | null; revokedAt: Date | null; lastUsedAt: Date | null };
+
 /** Resolves `Authorization: Bearer svc_…` to an account. Spec §5: 401 for missing, malformed, unknown or revoked. */
 export async function authenticate(prisma: PrismaClient, header: string | undefined): Promise<AuthContext> {
   const m = header ? BEARER.exec(header.trim()) : null;
   if (!m) throw new AppError("unauthorized", "Missing or malformed Authorization header (expected: Bearer svc_…)");
-  const key = await prisma.apiKey.findUnique({ where: { hash: hashApiKey(m[1] as string) } });
+  // A named statement on node-postgres: every request runs it, so it is parsed and planned once per
+  // connection, and skips Prisma's query compilation (bench:api, issue 13). Never cached: a revoked
+  // key is refused on the very next request.
+  const { rows } = await poolOf(prisma).query<KeyRow>({
+    name: "api-key-by-hash",
+    text: `SELECT id, "accountId", scope, "revokedAt", "lastUsedAt" FROM api_keys WHERE hash = $1`,
+    values: [hashApiKey(m[1] as string)],
+  });
+  const key = rows[0];
   if (!key || key.revokedAt) throw new AppError("unauthorized", "Invalid or revoked API key");
   await touchLastUsed(prisma, key.id, key.lastUsedAt);
   // Keys created before scopes existed (null) keep full access (spec §5.7).
