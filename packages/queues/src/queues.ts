@@ -27,6 +27,22 @@ export async function enqueue<K extends QueueKey>(
   return queue.add(def.name, data, options);
 }
 
+/**
+ * Many jobs of one catalog queue in one Redis round trip (BullMQ addBulk: one pipeline). Resolves
+ * only when every job was added; rejects if any was not (those that were stay, as with `enqueue`
+ * called in a loop; jobIds make adding them again harmless).
+ */
+export async function enqueueBulk<K extends QueueKey>(
+  queue: Queue,
+  key: K,
+  jobs: { payload: Payload<K>; options: JobsOptions & { jobId: string } }[],
+): Promise<Job[]> {
+  const def = catalog[key];
+  if (queue.name !== def.name) throw new Error(`queue ${queue.name} is not the ${def.name} queue`);
+  if (jobs.length === 0) return [];
+  return queue.addBulk(jobs.map((j) => ({ name: def.name, data: def.schema.parse(j.payload), opts: j.options })));
+}
+
 export type Handler<K extends QueueKey> = (payload: Payload<K>, job: Job) => Promise<void>;
 
 /** A worker for one catalog queue; a payload that fails its schema fails the job for good. */

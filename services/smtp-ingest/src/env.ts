@@ -58,6 +58,11 @@ export const ingestEnvSchema = z
      * its accepting statement, each for a round trip, so about one per busy session (issue 13).
      */
     DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(20),
+    /**
+     * Messages of concurrent sessions written in one statement and commit (group commit,
+     * accept-batch.ts): at most this many per batch; 1 writes each alone.
+     */
+    SMTP_ACCEPT_BATCH_MESSAGES: z.coerce.number().int().positive().default(64),
     /** Slices of an unfinished message idle this long (left by a crash) are purged. */
     SPOOL_STAGING_TTL_MS: z.coerce.number().int().positive().default(3_600_000),
   })

@@ -11,6 +11,7 @@ import {
   postgresDependency,
   redisDependency,
 } from "@mailroom/runtime";
+import { defaultBatchLimits } from "./accept-batch.ts";
 import { DataBudget } from "./data-budget.ts";
 import { loadIngestEnv } from "./env.ts";
 import { createIngestServer } from "./server.ts";
@@ -59,6 +60,7 @@ try {
       dataRateWindowMs: env.SMTP_DATA_RATE_WINDOW_MS,
       greetingDelayMs: env.SMTP_GREETING_DELAY_MS,
     },
+    acceptBatch: { ...defaultBatchLimits, maxMessages: env.SMTP_ACCEPT_BATCH_MESSAGES },
     data: { budget: new DataBudget(env.SMTP_DATA_MEMORY_BYTES), chunkBytes: env.SMTP_DATA_CHUNK_BYTES },
     ...(env.SMTP_TLS_CERT && env.SMTP_TLS_KEY
       ? { tls: { cert: readFileSync(env.SMTP_TLS_CERT), key: readFileSync(env.SMTP_TLS_KEY) } }

@@ -1,11 +1,13 @@
 import type { Logger } from "@mailroom/log";
-import { Counter, Gauge, type Registry } from "@mailroom/observability";
+import { Counter, Gauge, Histogram, type Registry } from "@mailroom/observability";
 import type { SMTPServer } from "smtp-server";
 import { SMTPConnection } from "smtp-server/lib/smtp-connection.js";
 
 export type IngestMetrics = {
   /** A message was made durable and answered 250 (one per DATA, whatever its recipient count). */
   accepted(bytes: number): void;
+  /** One accepting statement wrote `messages` messages (group commit, accept-batch.ts). */
+  batch(messages: number): void;
 };
 
 type Observer = { reply(conn: Conn, code: number, text: unknown): void };
@@ -20,7 +22,12 @@ let patched = false;
  * method, `SMTPConnection#send`: wrapped once (servers without an observer are untouched), it sees
  * the replies of our callbacks and smtp-server's own (syntax errors, too many clients, timeouts).
  */
-export function observeIngest(server: SMTPServer, registry: Registry, logger: Logger): IngestMetrics {
+export function observeIngest(
+  server: SMTPServer,
+  registry: Registry,
+  logger: Logger,
+  acceptWaiting: () => number = () => 0,
+): IngestMetrics {
   const sessions = new Counter({
     name: "mailroom_smtp_sessions_total",
     help: "SMTP connections accepted",
@@ -50,6 +57,20 @@ export function observeIngest(server: SMTPServer, registry: Registry, logger: Lo
     help: "Bytes of the messages accepted",
     registers: [registry],
   });
+  new Gauge({
+    name: "mailroom_smtp_accept_waiting",
+    help: "Messages received in full and waiting for the accepting statement in flight (group commit)",
+    registers: [registry],
+    collect() {
+      this.set(acceptWaiting());
+    },
+  });
+  const batches = new Histogram({
+    name: "mailroom_smtp_accept_batch_messages",
+    help: "Messages written per accepting statement and commit (concurrent sessions grouped)",
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [registry],
+  });
   server.server.on("connection", () => sessions.inc());
   observers.set(server, {
     reply(conn, code, text) {
@@ -67,6 +88,9 @@ export function observeIngest(server: SMTPServer, registry: Registry, logger: Lo
     accepted(bytes) {
       accepted.inc();
       acceptedBytes.inc(bytes);
+    },
+    batch(messages) {
+      batches.observe(messages);
     },
   };
 }

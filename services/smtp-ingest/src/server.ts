@@ -3,6 +3,7 @@ import type { Logger } from "@mailroom/log";
 import { dependencyErrors, Registry } from "@mailroom/observability";
 import type { Queue } from "@mailroom/queues";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
+import { acceptInBatches, type BatchLimits, defaultBatchLimits } from "./accept-batch.ts";
 import { type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
 import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
 import { unknownParameter } from "./esmtp-params.ts";
@@ -11,7 +12,6 @@ import { qualifyPostmaster } from "./postmaster.ts";
 import { acceptProxyProtocol } from "./proxy-accept.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
-import { spoolMessage } from "./spool.ts";
 import { OverAllotment } from "./usage.ts";
 
 export type IngestOptions = {
@@ -36,6 +36,8 @@ export type IngestOptions = {
   policy?: Partial<Omit<ConnectionPolicy, "maxConnections" | "maxPerIp" | "lifetimeMs">>;
   /** DATA streaming: memory budget across connections and slice size (default: receive.ts). */
   data?: DataOptions;
+  /** Group commit of concurrent sessions' messages (accept-batch.ts); maxMessages 1: each alone. */
+  acceptBatch?: BatchLimits;
   /** Where the SMTP metrics go (metrics.ts; served on HEALTH_PORT); absent: a private registry. */
   registry?: Registry;
 };
@@ -44,12 +46,15 @@ type RoutedAddress = SMTPServerAddress & { route?: Route };
 
 /**
  * The SMTP ingest server (DESIGN.md §3.1): recipient checks at RCPT, the size limit at DATA, and
- * `250` only after spoolMessage has made the message and its jobs durable.
+ * `250` only after the message and its jobs are durable (spool.ts, grouped by accept-batch.ts).
  */
 export function createIngestServer(opts: IngestOptions): SMTPServer & { shuttingDown: () => void } {
   useOwnEnhancedCodes();
   const { prisma, queue, logger } = opts;
   let closing = false;
+  const spool = acceptInBatches(poolOf(prisma), queue, opts.acceptBatch ?? defaultBatchLimits, {
+    written: (n) => metrics.batch(n),
+  });
 
   const server = new SMTPServer({
     name: opts.hostname,
@@ -146,7 +151,7 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
     const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
     try {
-      const spoolId = await spoolMessage(poolOf(prisma), queue, {
+      const spoolId = await spool.accept({
         body,
         mailFrom,
         remoteIp: session.remoteAddress ?? null,
@@ -162,7 +167,7 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
   }
 
   // Sessions, reply codes, accepted messages, and a log line per 4xx/5xx reply.
-  const metrics = observeIngest(server, opts.registry ?? new Registry(), logger);
+  const metrics = observeIngest(server, opts.registry ?? new Registry(), logger, spool.waiting);
   // A bind failure before listening is main.ts's to report (one fatal line); after that, log and go on.
   server.on("error", (err) => server.server.listening && logger.warn({ err: err.message }, "smtp error"));
   return Object.assign(server, {

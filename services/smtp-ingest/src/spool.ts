@@ -1,6 +1,6 @@
 import { monthKey } from "@mailroom/core";
 import { newId, type Queryable, withTransaction } from "@mailroom/db";
-import { enqueue, type Queue } from "@mailroom/queues";
+import { enqueueBulk, type Queue } from "@mailroom/queues";
 import type pg from "pg";
 import type { Route } from "./recipients.ts";
 import { CLAIM_FREE_SHARD, type Claim, type ClaimRequest, claim, claimParams, releaseClaims } from "./usage.ts";
@@ -19,7 +19,10 @@ export type SpoolInput = {
   routes: Route[];
 };
 
-type Recipient = Route & { id: string };
+export type Recipient = Route & { id: string };
+
+/** What an acceptance wrote, undone together (unspool) if its jobs cannot be queued. */
+export type Spooled = { spoolIds: string[]; recipientIds: string[]; claims: Claim[] };
 
 /**
  * Makes an accepted message durable: the raw bytes, one row per recipient and the usage count in one
@@ -28,11 +31,22 @@ type Recipient = Route & { id: string };
  * answers 451, so the sender retries and nothing is left half-written. Slices staged while DATA
  * was streaming are joined into spooled_messages.raw and deleted in that same transaction, so the
  * message exists either whole, as a spool row, or not at all. Throws OverAllotment (usage.ts) when
- * an account's allotment ran out since RCPT; nothing is written then either.
+ * an account's allotment ran out since RCPT; nothing is written then either. Messages of concurrent
+ * sessions are grouped into one statement by accept-batch.ts, which calls the two halves below.
  */
 export async function spoolMessage(pool: pg.Pool, queue: Queue, input: SpoolInput, now = new Date()): Promise<string> {
+  await queueJobs(pool, queue, await spoolRows(pool, input, now));
+  return input.body.spoolId;
+}
+
+/** Recipient rows-to-be of a message, each with its new id (which is also its job's id). */
+export const recipientsOf = (input: SpoolInput): Recipient[] =>
+  input.routes.map((r) => ({ id: newId("spoolRecipient"), ...r }));
+
+/** The Postgres half of spoolMessage: bytes, recipients and usage committed (or nothing, and it throws). */
+export async function spoolRows(pool: pg.Pool, input: SpoolInput, now = new Date()): Promise<Spooled> {
   const { body } = input;
-  const recipients: Recipient[] = input.routes.map((r) => ({ id: newId("spoolRecipient"), ...r }));
+  const recipients = recipientsOf(input);
   const requests = usageRequests(recipients, monthKey(now));
 
   // Plain SQL on node-postgres, not Prisma: the raw bytes go out as one binary parameter instead of
@@ -52,20 +66,28 @@ export async function spoolMessage(pool: pg.Pool, queue: Queue, input: SpoolInpu
     }
     throw err;
   }
+  return { spoolIds: [body.spoolId], recipientIds: recipients.map((r) => r.id), claims };
+}
 
+/**
+ * The Redis half: one `inbound` job per recipient, all in one round trip. If they cannot be queued,
+ * the rows and counts are removed again and this throws (the callers answer 451).
+ */
+export async function queueJobs(pool: pg.Pool, queue: Queue, spooled: Spooled): Promise<void> {
   try {
-    for (const r of recipients) {
-      await enqueue(queue, "inbound", { spoolRecipientId: r.id }, { jobId: r.id });
-    }
+    await enqueueBulk(
+      queue,
+      "inbound",
+      spooled.recipientIds.map((id) => ({ payload: { spoolRecipientId: id }, options: { jobId: id } })),
+    );
   } catch (err) {
-    await unspool(pool, body.spoolId, claims).catch(() => undefined);
+    await unspool(pool, spooled).catch(() => undefined);
     throw err;
   }
-  return body.spoolId;
 }
 
 /** One claim per account, in account order (so transactions settling several accounts lock alike). */
-function usageRequests(recipients: Recipient[], month: string): ClaimRequest[] {
+export function usageRequests(recipients: Recipient[], month: string): ClaimRequest[] {
   const byAccount = new Map<string, ClaimRequest>();
   for (const r of recipients) {
     const req = byAccount.get(r.accountId) ?? { accountId: r.accountId, month, n: 0, allotment: r.allotment };
@@ -75,7 +97,7 @@ function usageRequests(recipients: Recipient[], month: string): ClaimRequest[] {
   return [...byAccount.values()].sort((a, b) => (a.accountId < b.accountId ? -1 : 1));
 }
 
-const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, size, sha256, raw, "receivedAt"`;
+export const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, size, sha256, raw, "receivedAt"`;
 
 /** Recipient rows from arrays (one statement for any number); `$1` is the spool id, `$2` the time. */
 const RECIPIENTS_FROM_ARRAYS = `
@@ -188,10 +210,10 @@ function acceptInTransaction(
   });
 }
 
-/** Undoes an accepted message whose jobs could not be queued: its rows (recipients cascade) and its count. */
-async function unspool(pool: pg.Pool, spoolId: string, claims: Claim[]) {
+/** Undoes accepted messages whose jobs could not be queued: their rows (recipients cascade) and counts. */
+async function unspool(pool: pg.Pool, spooled: Spooled) {
   await withTransaction(pool, async (db) => {
-    await db.query(`DELETE FROM spooled_messages WHERE id = $1`, [spoolId]);
-    await releaseClaims(db, claims);
+    await db.query(`DELETE FROM spooled_messages WHERE id = ANY($1::text[])`, [spooled.spoolIds]);
+    await releaseClaims(db, spooled.claims);
   });
 }

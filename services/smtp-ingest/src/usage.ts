@@ -41,6 +41,29 @@ export const CLAIM_FREE_SHARD = `
       LIMIT 1 FOR UPDATE SKIP LOCKED)
   RETURNING s.shard`;
 
+/**
+ * CLAIM_FREE_SHARD for several accounts in one statement (a batch, accept-batch.ts), as two CTEs to
+ * put after a WITH; `claimed` holds one row (accountId, shard) per account that got a shard with
+ * room, none for an account that did not (its messages then settle alone, through claim). $1
+ * accounts, $2 n, $3 allotments (null: none), $4 random starts, as arrays, $5 the month. Never waits.
+ * The pick is MATERIALIZED, i.e. run once: joined into the UPDATE directly, it could be re-run for
+ * each shard row, and each run, skipping the rows this statement already took, would count again.
+ */
+export const CLAIM_FREE_SHARDS = `
+  claim_pick AS MATERIALIZED (
+    SELECT r."accountId", r.n, f.shard
+      FROM unnest($1::text[], $2::int[], $3::int[], $4::int[]) AS r("accountId", n, allotment, start)
+     CROSS JOIN LATERAL (
+       SELECT u.shard FROM usage_shards u
+        WHERE u."accountId" = r."accountId" AND u.month = $5
+          AND (r.allotment IS NULL OR (u.allotment = r.allotment AND u.received + r.n <= u.cap))
+        ORDER BY (u.shard + r.start) % ${USAGE_SHARDS}
+        LIMIT 1 FOR UPDATE SKIP LOCKED) f),
+  claimed AS (
+    UPDATE usage_shards s SET received = s.received + p.n FROM claim_pick p
+     WHERE s."accountId" = p."accountId" AND s.month = $5 AND s.shard = p.shard
+    RETURNING s."accountId", s.shard)`;
+
 export const claimParams = (r: ClaimRequest, start = randomInt(USAGE_SHARDS)): unknown[] => [
   r.accountId,
   r.month,

@@ -1,40 +1,10 @@
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
 import { monthlyReceived } from "@mailroom/db";
 import { USAGE_SHARDS } from "../src/usage.ts";
 import { simpleMessage } from "./clients.ts";
 import { type Ingest, type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
-
-/** One SMTP session on a raw socket, one command and its complete reply at a time. */
-async function session(port: number) {
-  const socket = net.connect(port, "127.0.0.1");
-  let buf = "";
-  const replies: string[] = [];
-  const waiters: ((reply: string) => void)[] = [];
-  socket.on("data", (d: Buffer) => {
-    buf += d.toString("latin1");
-    for (let m = /(^|\r\n)\d{3} [^\r\n]*\r\n/.exec(buf); m; m = /(^|\r\n)\d{3} [^\r\n]*\r\n/.exec(buf)) {
-      const end = m.index + m[0].length;
-      const reply = buf.slice(0, end).trim();
-      buf = buf.slice(end);
-      const w = waiters.shift();
-      if (w) w(reply);
-      else replies.push(reply);
-    }
-  });
-  socket.on("error", () => undefined);
-  const reply = () => new Promise<string>((r) => (replies.length ? r(replies.shift() as string) : waiters.push(r)));
-  const cmd = (line: string) => {
-    socket.write(line);
-    return reply();
-  };
-  expect(await reply()).toMatch(/^220 /);
-  expect(await cmd("EHLO allotment.test\r\n")).toMatch(/^250/);
-  return { cmd, close: () => socket.end("QUIT\r\n") };
-}
-
-type Session = Awaited<ReturnType<typeof session>>;
+import { type RawSession, rawSession as session } from "./raw-session.ts";
 
 /**
  * The monthly allotment is exact under concurrency (issue 13): the usage count lives in escrow
@@ -56,7 +26,7 @@ describe("monthly allotment at its edge, concurrent sessions", () => {
 
   /** `n` sessions that each had MAIL and RCPT accepted (so all saw room), then DATA at once. */
   async function raceAtData(port: number, n: number, rcpts: string[]): Promise<string[]> {
-    const sessions: Session[] = [];
+    const sessions: RawSession[] = [];
     for (let i = 0; i < n; i++) {
       const s = await session(port);
       expect(await s.cmd("MAIL FROM:<a@sender.example>\r\n")).toMatch(/^250 /);

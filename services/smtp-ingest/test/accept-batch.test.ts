@@ -1,0 +1,183 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { monthKey } from "@mailroom/core";
+import { monthlyReceived } from "@mailroom/db";
+import { Registry } from "@mailroom/observability";
+import { createQueue, createRedis, type Queue } from "@mailroom/queues";
+import { startThrowawayRedis, type ThrowawayRedis, waitFor } from "@mailroom/testing";
+import pg from "pg";
+import { simpleMessage } from "./clients.ts";
+import { type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
+import { type RawSession, rawSession } from "./raw-session.ts";
+
+/**
+ * Group commit (accept-batch.ts): messages that finish DATA while an accepting statement is in
+ * flight are written together in the next one. Each test holds the first message's statement on a
+ * table lock taken by the test, waits until the others are queued behind it (the
+ * mailroom_smtp_accept_waiting gauge), then lets go; so the batch is certain, not a race.
+ */
+describe("accepting concurrent sessions in one batch", () => {
+  let t: IngestEnv;
+  let holder: pg.Client;
+  const month = monthKey(new Date());
+
+  beforeAll(async () => {
+    t = await ingestEnv();
+    holder = new pg.Client({ connectionString: t.env.databaseUrl });
+    await holder.connect();
+  });
+  afterAll(async () => {
+    await holder?.end();
+    await t?.close();
+  });
+
+  /** A session that had MAIL, RCPT and DATA accepted; `finish` sends the body and the dot. */
+  async function atData(port: number, to: string): Promise<RawSession & { body: string; finish(): Promise<string> }> {
+    const s = await rawSession(port);
+    expect(await s.cmd("MAIL FROM:<a@sender.example>\r\n")).toMatch(/^250 /);
+    expect(await s.cmd(`RCPT TO:<${to}>\r\n`)).toMatch(/^250 /);
+    expect(await s.cmd("DATA\r\n")).toMatch(/^354 /);
+    const body = simpleMessage("a@sender.example", to).toString(); // a Message-ID of its own
+    return { ...s, body, finish: () => s.cmd(`${body}\r\n.\r\n`) };
+  }
+
+  const metric = async (registry: Registry, name: string, label?: string) => {
+    const m = await registry.getSingleMetric(name)?.get();
+    const values = (m?.values ?? []) as { metricName?: string; value: number }[];
+    return values.find((v) => (label ? v.metricName === label : true))?.value ?? 0;
+  };
+
+  /**
+   * Sends the first message, holds its statement on a lock, sends the rest, waits until all of
+   * them wait for the next batch, then releases (after `meanwhile`). Returns the replies in order.
+   */
+  async function inOneBatch(
+    registry: Registry,
+    sessions: Awaited<ReturnType<typeof atData>>[],
+    meanwhile: () => Promise<void> = async () => undefined,
+  ): Promise<string[]> {
+    await holder.query("BEGIN");
+    await holder.query("LOCK TABLE spooled_messages IN SHARE MODE");
+    const [first, ...rest] = sessions;
+    const replies = [first!.finish()];
+    await waitFor(
+      async () =>
+        (
+          await holder.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rowCount,
+      { what: "the first statement to wait on the lock" },
+    );
+    replies.push(...rest.map((s) => s.finish()));
+    await waitFor(async () => (await metric(registry, "mailroom_smtp_accept_waiting")) === rest.length, {
+      what: "the other messages to wait for the next batch",
+    });
+    await meanwhile();
+    await holder.query("COMMIT");
+    const out = await Promise.all(replies);
+    for (const s of sessions) s.close();
+    return out;
+  }
+
+  const spoolIdOf = (reply: string) => /queued as (spl_\w+)/.exec(reply)?.[1];
+  const batchesOf = async (registry: Registry) => ({
+    count: await metric(registry, "mailroom_smtp_accept_batch_messages", "mailroom_smtp_accept_batch_messages_count"),
+    sum: await metric(registry, "mailroom_smtp_accept_batch_messages", "mailroom_smtp_accept_batch_messages_sum"),
+  });
+
+  it("six sessions: the first alone, the five behind it in one statement; all stored with their jobs", async () => {
+    const d = await seedDomain(t.prisma, "batch.example", { plan: "scale" });
+    await seedAddress(t.prisma, d, "info");
+    const registry = new Registry();
+    const ingest = await t.start({ registry });
+    const sessions = [];
+    for (let i = 0; i < 6; i++) sessions.push(await atData(ingest.port, "info@batch.example"));
+
+    const replies = await inOneBatch(registry, sessions);
+
+    for (const r of replies) expect(r).toMatch(/^250 2\.0\.0 /);
+    expect(await batchesOf(registry)).toEqual({ count: 2, sum: 6 });
+    const ids = replies.map(spoolIdOf) as string[];
+    const rows = await t.prisma.spooledMessage.findMany({ where: { id: { in: ids } }, include: { recipients: true } });
+    expect(rows).toHaveLength(6);
+    for (const row of rows) {
+      // Each message's own bytes (cut from the batch's joined bytes at the right offset).
+      const raw = Buffer.from(row.raw ?? []);
+      expect(raw.toString().startsWith(sessions[ids.indexOf(row.id)]!.body)).toBe(true);
+      expect(raw.length).toBe(row.size);
+      expect(createHash("sha256").update(raw).digest("hex")).toBe(row.sha256);
+      expect(row.recipients).toHaveLength(1);
+      const job = await t.queue.getJob(row.recipients[0]!.id);
+      expect(job?.data).toEqual({ spoolRecipientId: row.recipients[0]!.id });
+    }
+    expect(await monthlyReceived(t.prisma, d.accountId, month)).toBe(6);
+    await ingest.close();
+  });
+
+  it("an account out of room in the batch: only its refused message gets 452, the others 250", async () => {
+    const roomy = await seedDomain(t.prisma, "roomy-batch.example", { plan: "scale" });
+    await seedAddress(t.prisma, roomy, "info");
+    const full: Seeded = await seedDomain(t.prisma, "full-batch.example", { plan: "free" });
+    await seedAddress(t.prisma, full, "info");
+    await t.prisma.usageCounter.create({ data: { accountId: full.accountId, month, received: 2_999 } });
+    const registry = new Registry();
+    const ingest = await t.start({ registry });
+    // Both sessions for full-batch.example pass RCPT (room for one); only one can be counted.
+    const sessions = [];
+    for (const to of ["roomy", "roomy", "full", "roomy", "full", "roomy"]) {
+      sessions.push(await atData(ingest.port, `info@${to}-batch.example`));
+    }
+
+    const replies = await inOneBatch(registry, sessions);
+
+    for (const i of [0, 1, 3, 5]) expect(replies[i]).toMatch(/^250 2\.0\.0 /);
+    const fullReplies = [replies[2], replies[4]] as string[];
+    expect(fullReplies.filter((r) => r.startsWith("250 "))).toHaveLength(1);
+    expect(fullReplies.find((r) => !r.startsWith("250 "))).toMatch(/^452 4\.2\.2 /);
+    expect(await monthlyReceived(t.prisma, full.accountId, month)).toBe(3_000);
+    expect(await monthlyReceived(t.prisma, roomy.accountId, month)).toBe(4);
+    expect(await t.prisma.spoolRecipient.count({ where: { accountId: full.accountId } })).toBe(1);
+    expect(await t.prisma.spoolRecipient.count({ where: { accountId: roomy.accountId } })).toBe(4);
+    // The roomy messages behind the first went in one statement; full-batch's settled alone.
+    expect(await batchesOf(registry)).toEqual({ count: 2, sum: 4 });
+    await ingest.close();
+  });
+
+  describe("Redis goes down while a batch is being written", () => {
+    let redis: ThrowawayRedis;
+    beforeAll(async () => {
+      redis = await startThrowawayRedis();
+    });
+    afterAll(async () => {
+      await redis?.stop();
+    });
+
+    it("every message of it gets 451 4.3.0 and no row or count is left", async () => {
+      const d = await seedDomain(t.prisma, "redis-batch.example", { plan: "scale" });
+      await seedAddress(t.prisma, d, "info");
+      const conn = createRedis(redis.url, "producer");
+      conn.on("error", () => undefined);
+      const queue: Queue = createQueue("inbound", { connection: conn, prefix: t.env.redisPrefix });
+      queue.on("error", () => undefined);
+      const registry = new Registry();
+      const ingest = await t.start({ registry, queue });
+      try {
+        const sessions = [];
+        for (let i = 0; i < 5; i++) sessions.push(await atData(ingest.port, "info@redis-batch.example"));
+
+        const replies = await inOneBatch(registry, sessions, () => redis.stop());
+
+        for (const r of replies) expect(r).toMatch(/^451 4\.3\.0 /);
+        // The batch was written (and then removed): the statement ran for the four behind the first.
+        expect(await batchesOf(registry)).toEqual({ count: 2, sum: 5 });
+        expect(await t.prisma.spoolRecipient.count({ where: { accountId: d.accountId } })).toBe(0);
+        expect(await monthlyReceived(t.prisma, d.accountId, month)).toBe(0);
+      } finally {
+        await ingest.close();
+        await queue.close().catch(() => undefined);
+        conn.disconnect();
+      }
+    });
+  });
+});
