@@ -1,19 +1,17 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createTestEnv, type TestEnv, withDatabase } from "@mailroom/testing";
 import pg from "pg";
 // @ts-expect-error: plain .mjs helper shared with scripts/migration-diff.mjs
-import { prismaDiffScript, root, withUrl } from "../../../scripts/prisma6.mjs";
+import { HAND_WRITTEN_INDEXES, migrationSql, prismaDiffScript, root, withUrl } from "../../../scripts/prisma6.mjs";
 
 /**
  * Proves that prisma/migrations (as applied by our offline runner) produce exactly the database
  * that prisma/schema.prisma describes: build one database from the migrations, another from the
  * schema (Prisma's own `migrate diff --from-empty` SQL), and compare their catalogs.
  */
-
-// Objects Prisma's schema language cannot express, written by hand into a migration (e.g. a GIN
-// full-text index). They exist only on the migrations side; list them here by name.
-const HAND_WRITTEN_INDEXES = new Set<string>(["emails_search_idx", "emails_from_trgm_idx"]);
 
 type Catalog = { columns: string[]; indexes: string[]; constraints: string[] };
 
@@ -40,12 +38,48 @@ async function catalog(url: string): Promise<Catalog> {
     );
     return {
       columns: columns.rows.map((r) => JSON.stringify(r)),
-      indexes: indexes.rows.filter((r) => !HAND_WRITTEN_INDEXES.has(r.indexname)).map((r) => r.indexdef),
+      indexes: indexes.rows
+        .filter((r) => !(HAND_WRITTEN_INDEXES as Set<string>).has(r.indexname))
+        .map((r) => r.indexdef),
       constraints: constraints.rows.map((r) => `${r.tbl} ${r.conname} ${r.def}`),
     };
   } finally {
     await c.end();
   }
+}
+
+/** A fresh database built from Prisma's own SQL for `schemaPath` (`migrate diff --from-empty`). */
+async function databaseFromSchema(suffix: string, schemaPath: string): Promise<string> {
+  const base = process.env.MAILROOM_TEST_PG as string;
+  const name = `mailroom_test_${process.env.MAILROOM_TEST_RUN}_${suffix}`;
+  const admin = new pg.Client({ connectionString: withDatabase(base, "postgres") });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = withDatabase(base, name);
+  await run(url, prismaDiffScript(["--from-empty"], ["--to-schema-datamodel", withUrl(schemaPath)]));
+  return url;
+}
+
+async function run(url: string, sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A copy of schema.prisma with one more column, as a developer would change it. */
+function drifted(): string {
+  const text = readFileSync(join(root, "prisma/schema.prisma"), "utf8");
+  const changed = text.replace(/(model Thread \{\n)/, "$1  driftProbe Int?\n");
+  expect(changed).not.toBe(text);
+  const path = join(mkdtempSync(join(tmpdir(), "mailroom-drift-")), "schema.prisma");
+  writeFileSync(path, changed);
+  return path;
 }
 
 describe("migrations vs schema.prisma", () => {
@@ -54,22 +88,7 @@ describe("migrations vs schema.prisma", () => {
 
   beforeAll(async () => {
     env = await createTestEnv(); // a clone of the database the migration runner built
-    const base = process.env.MAILROOM_TEST_PG as string;
-    const name = `mailroom_test_${process.env.MAILROOM_TEST_RUN}_fromschema`;
-    const admin = new pg.Client({ connectionString: withDatabase(base, "postgres") });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
-    await admin.query(`CREATE DATABASE "${name}"`);
-    await admin.end();
-    fromSchemaUrl = withDatabase(base, name);
-    const sql: string = prismaDiffScript(
-      ["--from-empty"],
-      ["--to-schema-datamodel", withUrl(join(root, "prisma/schema.prisma"))],
-    );
-    const c = new pg.Client({ connectionString: fromSchemaUrl });
-    await c.connect();
-    await c.query(sql);
-    await c.end();
+    fromSchemaUrl = await databaseFromSchema("fromschema", join(root, "prisma/schema.prisma"));
   }, 120_000);
 
   afterAll(async () => {
@@ -98,4 +117,29 @@ describe("migrations vs schema.prisma", () => {
       expect(row.applied_steps_count).toBe(1);
     }
   });
+
+  it("catches drift: a column the migrations lack is reported", async () => {
+    const changed = await databaseFromSchema("drifted", drifted());
+    const [migrated, described] = await Promise.all([catalog(env.databaseUrl), catalog(changed)]);
+    expect(described.columns).not.toEqual(migrated.columns);
+    expect(described.columns.filter((c) => !migrated.columns.includes(c)).join()).toContain('"driftProbe"');
+  }, 120_000);
+
+  it("db:diff's SQL (migrated database -> schema) closes the drift and is empty without one", async () => {
+    const probe = await createTestEnv(); // its own migrated database: the migration is applied to it
+    try {
+      expect(migrationSql(probe.databaseUrl).trim()).toBe("");
+      const schema = drifted();
+      const sql: string = migrationSql(probe.databaseUrl, schema);
+      expect(sql).toContain('ADD COLUMN     "driftProbe" INTEGER');
+      await run(probe.databaseUrl, sql);
+      const [migrated, described] = await Promise.all([
+        catalog(probe.databaseUrl),
+        catalog(await databaseFromSchema("drifted2", schema)),
+      ]);
+      expect(migrated).toEqual(described);
+    } finally {
+      await probe.cleanup();
+    }
+  }, 180_000);
 });
