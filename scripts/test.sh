@@ -10,4 +10,6 @@ if [ -f scripts/setup-test-tools.sh ]; then bash scripts/setup-test-tools.sh; fi
 npm run -s console:build
 npm run -s typecheck
 npm run -s lint
+# Every workspace declares what it imports (scripts/undeclared-imports.mjs).
+node scripts/undeclared-imports.mjs
 npm test
