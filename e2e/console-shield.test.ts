@@ -41,6 +41,7 @@ afterAll(async () => {
 
 const rulesOf = () =>
   stack.prisma.shieldRule.findMany({ where: { accountId: acct.accountId }, orderBy: { priority: "asc" } });
+const ruleId = async (name: string) => (await rulesOf()).find((r) => r.name === name)?.id ?? "";
 const row = (name: string) =>
   page
     .getByRole("table", { name: "Rules in evaluation order" })
@@ -125,22 +126,84 @@ describe("console shield rules in chromium", () => {
     await ui.shot("shield-after-delete");
   });
 
-  it("creates a route rule to an endpoint", async () => {
-    await page.getByLabel("Name").fill("to the hook");
-    await page.getByLabel("Action").selectOption("route");
-    await page.getByLabel("Route to").selectOption({ index: 1 });
-    await page.getByLabel("Field 1").selectOption("has_attachment");
-    await page.getByLabel("Operator 1").selectOption("is_true");
-    await page.getByRole("button", { name: "Create rule" }).click();
+  it("creates a route rule to a webhook and an email endpoint, scoped to one domain", async () => {
+    // At most one webhook-kind and one email destination (spec §8): the form has one select of each.
+    const second = await acct.api("POST", "/api/v1/endpoints", {
+      name: "ops mail",
+      type: "email",
+      url: "mailto:ops@elsewhere.example",
+    });
+    expect(second.status).toBe(201);
+    await page.reload();
+    const form = page.getByRole("form", { name: "Create a shield rule" });
+    await form.getByLabel("Name").fill("to the hook");
+    await form.getByLabel("Action").selectOption("route");
+    await form.getByLabel("Applies to").selectOption({ label: "domain shield.example.com" });
+    // The seeded endpoint is named after its URL's host.
+    await form.getByLabel("Route to").selectOption({ label: "127.0.0.1 (webhook)" });
+    await form.getByLabel("Also email to").selectOption({ label: "ops mail (email)" });
+    await form.getByLabel("Field 1").selectOption("has_attachment");
+    await form.getByLabel("Operator 1").selectOption("is_true");
+    await ui.shot("shield-route-two");
+    await form.getByRole("button", { name: "Create rule" }).click();
     await row("to the hook").waitFor(WAIT);
     const rule = (await rulesOf()).find((r) => r.name === "to the hook");
-    expect(rule).toMatchObject({ action: "route", priority: 2, endpointIds: [f.endpointId] });
+    expect(rule).toMatchObject({ action: "route", priority: 2, domainId: f.domainId, addressId: null });
+    expect([...(rule?.endpointIds ?? [])].sort()).toEqual([f.endpointId, second.body.id].sort());
     expect(rule?.conditions).toEqual([{ field: "has_attachment", operator: "is_true" }]);
+    expect(await row("to the hook").textContent()).toContain("only shield.example.com");
+  });
+
+  it("edits a rule: name, a condition and its destinations (action and scope stay); errors under the field", async () => {
+    await page.getByRole("button", { name: "Edit to the hook" }).click();
+    const form = page.getByRole("form", { name: "Edit rule to the hook" });
+    await form.getByLabel("Name").fill("hooked");
+    await form.getByLabel("Field 1").selectOption("subject");
+    await form.getByLabel("Operator 1").selectOption("contains");
+    await form.getByLabel("Value 1").fill("invoice");
+    await form.getByLabel("Also email to").selectOption({ label: "no email" });
+    // An error from the API lands under its field: an empty value is refused.
+    await form.getByLabel("Value 1").fill("");
+    await form.getByRole("button", { name: "Save rule" }).click();
+    await form.locator("#edit-" + (await ruleId("to the hook")) + "-cond-value-0-error").waitFor(WAIT);
+    await ui.shot("shield-edit-error");
+    await form.getByLabel("Value 1").fill("invoice");
+    await form.getByRole("button", { name: "Save rule" }).click();
+    await row("hooked").waitFor(WAIT);
+    const rule = (await rulesOf()).find((r) => r.name === "hooked");
+    expect(rule).toMatchObject({ action: "route", domainId: f.domainId, endpointIds: [f.endpointId] });
+    expect(rule?.conditions).toEqual([{ field: "subject", operator: "contains", value: "invoice" }]);
+    await ui.shot("shield-after-edit");
+  });
+
+  it("another account's rule cannot be edited through the console (404, nothing changes)", async () => {
+    const other = await stack.account();
+    const theirs = await other.api("POST", "/api/v1/shield-rules", {
+      name: "theirs",
+      action: "block",
+      conditions: [{ field: "subject", operator: "contains", value: "x" }],
+    });
+    expect(theirs.status).toBe(201);
+    const status = await page.evaluate(
+      async ([id]) => {
+        const w = globalThis as unknown as { fetch: typeof fetch };
+        const s = await (await w.fetch("/console/api/session")).json();
+        const r = await w.fetch(`/console/api/shield-rules/${id}`, {
+          method: "PATCH",
+          headers: { "content-type": "application/json", "x-csrf-token": s.csrfToken },
+          body: JSON.stringify({ name: "mine now" }),
+        });
+        return r.status;
+      },
+      [theirs.body.id as string],
+    );
+    expect(status).toBe(404);
+    expect((await stack.prisma.shieldRule.findUnique({ where: { id: theirs.body.id } }))?.name).toBe("theirs");
   });
 
   it("usable at phone width", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    await row("to the hook").waitFor(WAIT);
+    await row("hooked").waitFor(WAIT);
     const overflow = await page.evaluate(() => {
       const w = globalThis as unknown as { document: { documentElement: { scrollWidth: number } }; innerWidth: number };
       return w.document.documentElement.scrollWidth - w.innerWidth;

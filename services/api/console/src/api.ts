@@ -99,7 +99,16 @@ export type Domain = {
   createdAt: string;
 };
 
-export type Endpoint = { id: string; name: string; type: string; url: string; active: boolean };
+export type Endpoint = {
+  id: string;
+  name: string;
+  type: string;
+  url: string;
+  headers: Record<string, string>;
+  timeoutSeconds: number;
+  maxAttempts: number;
+  active: boolean;
+};
 
 export type Attempt = {
   number: number;
@@ -155,6 +164,8 @@ export type ShieldRule = {
   priority: number;
   enabled: boolean;
   scope: "account" | "domain" | "address";
+  domainId: string | null;
+  addressId: string | null;
   conditions: ShieldCondition[];
   endpointIds: string[];
   createdAt: string;

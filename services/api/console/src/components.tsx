@@ -143,3 +143,37 @@ export function SelectField<T extends string>(props: {
     </div>
   );
 }
+
+/** A labelled textarea with its error underneath (named by aria-describedby). */
+export function TextAreaField(props: {
+  id: string;
+  label: string;
+  value: string;
+  onChange: (v: string) => void;
+  error?: string | undefined;
+  rows?: number;
+  mono?: boolean;
+  required?: boolean;
+}) {
+  const errorId = `${props.id}-error`;
+  return (
+    <div className="field">
+      <label htmlFor={props.id}>{props.label}</label>
+      <textarea
+        id={props.id}
+        rows={props.rows ?? 4}
+        className={props.mono ? "mono" : undefined}
+        required={props.required}
+        value={props.value}
+        onChange={(e) => props.onChange(e.target.value)}
+        aria-invalid={props.error ? true : undefined}
+        aria-describedby={props.error ? errorId : undefined}
+      />
+      {props.error && (
+        <span className="error" id={errorId}>
+          {props.error}
+        </span>
+      )}
+    </div>
+  );
+}

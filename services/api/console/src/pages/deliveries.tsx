@@ -1,21 +1,33 @@
 import { Fragment, useState } from "react";
 import { api, type Delivery, type Endpoint, type Page } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, TableHead, when } from "../components.tsx";
+import { LiveBadge, useLive } from "../live.tsx";
 import { useAction, useAsync } from "../use-async.ts";
 import { Attempts } from "./attempts.tsx";
 
 const STATUSES = ["", "dead", "retrying", "pending", "delivered"] as const;
+// A new message makes new deliveries; the dispatcher's outcomes change their status.
+const DELIVERY_EVENTS = ["email.received", "delivery.succeeded", "delivery.dead"] as const;
 
 /** Deliveries, newest first: dead ones highlighted, retry one, or all dead ones of an endpoint. */
 export function Deliveries({ onChanged }: { onChanged: () => void }) {
   const [status, setStatus] = useState<string>(() => new URLSearchParams(window.location.search).get("status") ?? "");
+  const [endpointId, setEndpointId] = useState("");
   const [open, setOpen] = useState<string>();
   const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
   const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
   const list = useAsync(
-    () => api<Page<Delivery>>("GET", `/deliveries?limit=100${status ? `&status=${status}` : ""}`),
-    [status],
+    () =>
+      api<Page<Delivery>>(
+        "GET",
+        `/deliveries?limit=100${status ? `&status=${status}` : ""}${endpointId ? `&endpointId=${endpointId}` : ""}`,
+      ),
+    [status, endpointId],
   );
+  const live = useLive(DELIVERY_EVENTS, () => {
+    void list.reload();
+    onChanged();
+  });
   const { error, act } = useAction(async () => {
     await list.reload();
     onChanged();
@@ -24,7 +36,9 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
   const deadEndpoints = [...new Set(rows.filter((d) => d.status === "dead").map((d) => d.endpointId))];
   return (
     <section aria-labelledby="deliveries-title">
-      <h1 id="deliveries-title">Deliveries</h1>
+      <h1 id="deliveries-title">
+        Deliveries <LiveBadge state={live} />
+      </h1>
       <div className="toolbar">
         <label>
           Status{" "}
@@ -32,6 +46,17 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
             {STATUSES.map((s) => (
               <option key={s} value={s}>
                 {s || "all"}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Endpoint{" "}
+          <select value={endpointId} onChange={(e) => setEndpointId(e.target.value)}>
+            <option value="">all</option>
+            {endpoints.data?.data.map((ep) => (
+              <option key={ep.id} value={ep.id}>
+                {ep.name}
               </option>
             ))}
           </select>
@@ -56,7 +81,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
       {list.loading && !list.data ? (
         <Loading />
       ) : rows.length === 0 ? (
-        <Empty title={status ? `No ${status} deliveries` : "No deliveries yet"}>
+        <Empty title={status || endpointId ? `No ${status} deliveries here` : "No deliveries yet"}>
           A delivery is made for each message that reaches an address routed to an endpoint.
         </Empty>
       ) : (

@@ -2,6 +2,7 @@ import { type FormEvent, useState } from "react";
 import { ApiError, api, type Endpoint, type Page } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, ShownOnce, TextField } from "../components.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
+import { EndpointEdit } from "./endpoint-edit.tsx";
 
 type TestResult = {
   ok: boolean;
@@ -31,6 +32,7 @@ export function Endpoints() {
   const [type, setType] = useState("webhook");
   const [secret, setSecret] = useState<string>();
   const [tests, setTests] = useState<Record<string, TestResult>>({});
+  const [editing, setEditing] = useState<string>();
   const { busy, error, run } = useSubmit();
   const field = error instanceof ApiError ? error.field : undefined;
   const create = (e: FormEvent) => {
@@ -125,7 +127,25 @@ export function Endpoints() {
               <Button onClick={() => act(() => api("PATCH", `/endpoints/${ep.id}`, { active: !ep.active }))}>
                 {ep.active ? "Pause" : "Resume"}
               </Button>
+              <button
+                type="button"
+                className="btn"
+                aria-expanded={editing === ep.id}
+                onClick={() => setEditing(editing === ep.id ? undefined : ep.id)}
+              >
+                Edit
+              </button>
             </div>
+            {editing === ep.id && (
+              <EndpointEdit
+                ep={ep}
+                onCancel={() => setEditing(undefined)}
+                onSaved={() => {
+                  setEditing(undefined);
+                  void list.reload();
+                }}
+              />
+            )}
             {tests[ep.id] && <TestOutcome r={tests[ep.id] as TestResult} />}
           </article>
         ))

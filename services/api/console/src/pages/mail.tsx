@@ -1,80 +1,119 @@
-import { useEffect, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { api, type EmailSummary, type Page } from "../api.ts";
 import { Empty, ErrorNote, Loading, TableHead, when } from "../components.tsx";
+import { LiveBadge, useLive } from "../live.tsx";
 import { useAsync } from "../use-async.ts";
 import { Message } from "./message.tsx";
 
-/** New mail appears without a reload: the list is asked again this often while the page is open. */
-const POLL_MS = 5000;
+const MAIL_EVENTS = ["email.received"] as const;
 
-/** Mail: newest first, full-text search, new mail arriving live, a message view. */
-export function Mail() {
-  const [query, setQuery] = useState("");
-  const [search, setSearch] = useState("");
-  const [open, setOpen] = useState<string>();
-  const list = useAsync(
-    () => api<Page<EmailSummary>>("GET", `/emails?limit=50${search ? `&q=${encodeURIComponent(search)}` : ""}`),
-    [search],
+type Filters = { q: string; from: string; direction: "" | "inbound" | "outbound" };
+const NONE: Filters = { q: "", from: "", direction: "" };
+
+/** The REST query of GET /emails for these filters (only the ones set). */
+function queryOf(f: Filters): string {
+  const p = new URLSearchParams({ limit: "50" });
+  if (f.q) p.set("q", f.q);
+  if (f.from) p.set("from", f.from);
+  if (f.direction) p.set("direction", f.direction);
+  return p.toString();
+}
+
+function FilterForm({ onApply }: { onApply: (f: Filters) => void }) {
+  const [draft, setDraft] = useState<Filters>(NONE);
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    onApply({ q: draft.q.trim(), from: draft.from.trim(), direction: draft.direction });
+  };
+  return (
+    <form className="toolbar" aria-label="Search mail" onSubmit={submit}>
+      <label>
+        Search{" "}
+        <input
+          type="search"
+          value={draft.q}
+          placeholder='words, "phrases", -not'
+          onChange={(e) => setDraft({ ...draft, q: e.target.value })}
+        />
+      </label>
+      <label>
+        Sender{" "}
+        <input
+          value={draft.from}
+          placeholder="part of the address"
+          onChange={(e) => setDraft({ ...draft, from: e.target.value })}
+        />
+      </label>
+      <label>
+        Direction{" "}
+        <select
+          value={draft.direction}
+          onChange={(e) => setDraft({ ...draft, direction: e.target.value as Filters["direction"] })}
+        >
+          <option value="">all</option>
+          <option value="inbound">received</option>
+          <option value="outbound">sent</option>
+        </select>
+      </label>
+      <button type="submit" className="btn">
+        Search
+      </button>
+    </form>
   );
-  const { reload } = list;
-  useEffect(() => {
-    const t = setInterval(() => void reload(), POLL_MS);
-    return () => clearInterval(t);
-  }, [reload]);
-  if (open) return <Message id={open} onClose={() => setOpen(undefined)} />;
+}
+
+function MailTable({ rows, onOpen }: { rows: EmailSummary[]; onOpen: (id: string) => void }) {
+  return (
+    <table className="table">
+      <TableHead columns={["From", "Subject", "To", "Received"]} />
+      <tbody>
+        {rows.map((m) => (
+          <tr key={m.id} data-email={m.id}>
+            <td className="mono">{m.fromAddress}</td>
+            <td>
+              <button type="button" className="link" onClick={() => onOpen(m.id)}>
+                {m.subject || "(no subject)"}
+              </button>
+              {m.direction === "outbound" && <span className="muted small"> · sent</span>}
+              {m.attachmentCount > 0 && <span className="muted small"> · {m.attachmentCount} attachment(s)</span>}
+            </td>
+            <td className="mono">{m.toAddresses.join(", ")}</td>
+            <td>{when(m.receivedAt)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Mail: newest first, search and filters, new mail arriving live (server-sent events), a message view. */
+export function Mail() {
+  const [filters, setFilters] = useState<Filters>(NONE);
+  const [open, setOpen] = useState<string>();
+  const query = queryOf(filters);
+  const list = useAsync(() => api<Page<EmailSummary>>("GET", `/emails?${query}`), [query]);
+  // New mail appears without a reload: each email.received event of the account asks the list again.
+  const live = useLive(MAIL_EVENTS, () => void list.reload());
+  if (open) return <Message id={open} onClose={() => setOpen(undefined)} onOpen={setOpen} />;
   const rows = list.data?.data ?? [];
+  const filtered = query !== queryOf(NONE);
   return (
     <section aria-labelledby="mail-title">
-      <h1 id="mail-title">Mail</h1>
-      <form
-        className="toolbar"
-        aria-label="Search mail"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setSearch(query.trim());
-        }}
-      >
-        <label>
-          Search{" "}
-          <input
-            type="search"
-            value={query}
-            placeholder='words, "phrases", -not'
-            onChange={(e) => setQuery(e.target.value)}
-          />
-        </label>
-        <button type="submit" className="btn">
-          Search
-        </button>
-      </form>
+      <h1 id="mail-title">
+        Mail <LiveBadge state={live} />
+      </h1>
+      <FilterForm onApply={setFilters} />
       <ErrorNote message={list.error} />
       {list.loading && !list.data ? (
         <Loading />
       ) : rows.length === 0 ? (
-        <Empty title={search ? "Nothing matches" : "No mail yet"}>
-          {search
-            ? "Try fewer words."
+        <Empty title={filtered ? "Nothing matches" : "No mail yet"}>
+          {filtered
+            ? "Try fewer words or clear a filter."
             : "Mail sent to your inboxes shows up here as it arrives; this page updates by itself."}
         </Empty>
       ) : (
-        <table className="table">
-          <TableHead columns={["From", "Subject", "To", "Received"]} />
-          <tbody>
-            {rows.map((m) => (
-              <tr key={m.id} data-email={m.id}>
-                <td className="mono">{m.fromAddress}</td>
-                <td>
-                  <button type="button" className="link" onClick={() => setOpen(m.id)}>
-                    {m.subject || "(no subject)"}
-                  </button>
-                  {m.attachmentCount > 0 && <span className="muted small"> · {m.attachmentCount} attachment(s)</span>}
-                </td>
-                <td className="mono">{m.toAddresses.join(", ")}</td>
-                <td>{when(m.receivedAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <MailTable rows={rows} onOpen={setOpen} />
       )}
     </section>
   );

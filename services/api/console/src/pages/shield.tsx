@@ -1,8 +1,17 @@
-import { useState } from "react";
-import { api, type BlockRecord, type DryRun, type Endpoint, type Page, type ShieldRule } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, TableHead, TextField, when } from "../components.tsx";
+import { Fragment, useState } from "react";
+import {
+  type Address,
+  api,
+  type BlockRecord,
+  type Domain,
+  type DryRun,
+  type Endpoint,
+  type Page,
+  type ShieldRule,
+} from "../api.ts";
+import { Button, Empty, ErrorNote, Loading, TableHead, TextAreaField, TextField, when } from "../components.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
-import { RuleBuilder } from "./shield-builder.tsx";
+import { RuleBuilder, type RuleTargets } from "./shield-builder.tsx";
 
 const describe = (r: ShieldRule) =>
   r.conditions.map((c) => `${c.field} ${c.operator}${c.value === undefined ? "" : ` "${c.value}"`}`).join(" and ") ||
@@ -38,23 +47,15 @@ function DryRunForm() {
     >
       <h2>Dry run</h2>
       <p className="muted">Paste a raw message: the rules are evaluated as if it arrived; nothing is stored.</p>
-      <div className="field">
-        <label htmlFor="dry-raw">Raw message</label>
-        <textarea
-          id="dry-raw"
-          rows={8}
-          className="mono"
-          value={raw}
-          onChange={(e) => setRaw(e.target.value)}
-          aria-invalid={error ? true : undefined}
-          aria-describedby={error ? "dry-raw-error" : undefined}
-        />
-        {error && (
-          <span className="error" id="dry-raw-error">
-            {error.message}
-          </span>
-        )}
-      </div>
+      <TextAreaField
+        id="dry-raw"
+        label="Raw message"
+        rows={8}
+        mono
+        value={raw}
+        onChange={setRaw}
+        error={error?.message}
+      />
       <TextField
         id="dry-recipient"
         label="Recipient"
@@ -84,21 +85,35 @@ function DryRunForm() {
   );
 }
 
+const BLOCK_PAGE = 25;
+
+/** The block log, newest first, a page at a time ("Show older" follows the API's cursor). */
 function BlockLog() {
-  const blocks = useAsync(() => api<Page<BlockRecord>>("GET", "/blocks?limit=50"));
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const blocks = useAsync(
+    () =>
+      api<Page<BlockRecord>>(
+        "GET",
+        `/blocks?limit=${BLOCK_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      ),
+    [cursor],
+  );
+  const rows = blocks.data?.data ?? [];
+  const next = blocks.data?.nextCursor;
   return (
     <section aria-labelledby="blocks-title">
       <h2 id="blocks-title">Block log</h2>
       <ErrorNote message={blocks.error} />
       {blocks.loading && !blocks.data ? (
         <Loading />
-      ) : (blocks.data?.data.length ?? 0) === 0 ? (
+      ) : rows.length === 0 && cursors.length === 0 ? (
         <Empty title="Nothing blocked yet">Mail a block rule stops is listed here (sender, subject, rule).</Empty>
       ) : (
         <table className="table" aria-label="Block log">
           <TableHead columns={["Received", "From", "To", "Subject", "Rule"]} />
           <tbody>
-            {blocks.data?.data.map((b) => (
+            {rows.map((b) => (
               <tr key={b.id}>
                 <td>{when(b.receivedAt)}</td>
                 <td className="mono">{b.sender}</td>
@@ -110,6 +125,23 @@ function BlockLog() {
           </tbody>
         </table>
       )}
+      <div className="toolbar">
+        {cursors.length > 0 && (
+          <button type="button" className="btn" onClick={() => setCursors([])}>
+            Newest
+          </button>
+        )}
+        {next && (
+          <button
+            type="button"
+            className="btn"
+            disabled={blocks.loading}
+            onClick={() => setCursors([...cursors, next])}
+          >
+            {blocks.loading ? "Loading…" : "Older"}
+          </button>
+        )}
+      </div>
     </section>
   );
 }
@@ -120,15 +152,35 @@ export function Shield() {
     Promise.all([
       api<{ data: ShieldRule[] }>("GET", "/shield-rules"),
       api<Page<Endpoint>>("GET", "/endpoints?limit=100"),
+      api<Page<Domain>>("GET", "/domains?limit=100"),
+      api<Page<Address>>("GET", "/addresses?limit=100"),
     ]),
   );
   const { error: actionError, act } = useAction(data.reload);
-  const [list, endpoints] = data.data ?? [undefined, undefined];
+  const [editing, setEditing] = useState<string>();
+  const [list, endpoints, domains, addresses] = data.data ?? [];
   const rules = list?.data ?? [];
+  const targets: RuleTargets = {
+    endpoints: endpoints?.data ?? [],
+    domains: domains?.data ?? [],
+    addresses: addresses?.data ?? [],
+  };
+  const where = (r: ShieldRule) =>
+    r.addressId
+      ? (targets.addresses.find((a) => a.id === r.addressId)?.address ?? r.addressId)
+      : r.domainId
+        ? (targets.domains.find((d) => d.id === r.domainId)?.domain ?? r.domainId)
+        : "";
+  const routes = (r: ShieldRule) =>
+    r.action !== "route"
+      ? ""
+      : r.endpointIds.length === 0
+        ? " → quarantine"
+        : ` → ${r.endpointIds.map((id) => targets.endpoints.find((e) => e.id === id)?.name ?? id).join(", ")}`;
   return (
     <section className="stack" aria-labelledby="shield-title">
       <h1 id="shield-title">Shield rules</h1>
-      <RuleBuilder endpoints={endpoints?.data ?? []} onCreated={data.reload} />
+      <RuleBuilder targets={targets} onSaved={data.reload} />
       <ErrorNote message={actionError ?? data.error} />
       {data.loading && !data.data ? (
         <Loading />
@@ -141,53 +193,80 @@ export function Shield() {
           <TableHead columns={["#", "Name", "Conditions", "Action", "Status"]} actions />
           <tbody>
             {rules.map((r, i) => (
-              <tr key={r.id} className={r.enabled ? undefined : "revoked"}>
-                <td>{r.priority}</td>
-                <td>{r.name}</td>
-                <td className="mono small">{describe(r)}</td>
-                <td>
-                  <span className="badge">{r.action}</span>
-                  {r.scope !== "account" && <span className="muted small"> ({r.scope} only)</span>}
-                </td>
-                <td>
-                  <span className={`badge ${r.enabled ? "delivered" : "retrying"}`}>
-                    {r.enabled ? "enabled" : "disabled"}
-                  </span>
-                </td>
-                <td>
-                  <div className="badges">
-                    {i > 0 && (
+              <Fragment key={r.id}>
+                <tr className={r.enabled ? undefined : "revoked"}>
+                  <td>{r.priority}</td>
+                  <td>{r.name}</td>
+                  <td className="mono small">{describe(r)}</td>
+                  <td>
+                    <span className="badge">{r.action}</span>
+                    <span className="muted small">{routes(r)}</span>
+                    {r.scope !== "account" && <span className="muted small"> (only {where(r)})</span>}
+                  </td>
+                  <td>
+                    <span className={`badge ${r.enabled ? "delivered" : "retrying"}`}>
+                      {r.enabled ? "enabled" : "disabled"}
+                    </span>
+                  </td>
+                  <td>
+                    <div className="badges">
+                      {i > 0 && (
+                        <Button
+                          label={`Move ${r.name} up`}
+                          onClick={() => act(() => api("POST", "/shield-rules/reorder", { ids: moved(rules, i, -1) }))}
+                        >
+                          ↑
+                        </Button>
+                      )}
+                      {i < rules.length - 1 && (
+                        <Button
+                          label={`Move ${r.name} down`}
+                          onClick={() => act(() => api("POST", "/shield-rules/reorder", { ids: moved(rules, i, 1) }))}
+                        >
+                          ↓
+                        </Button>
+                      )}
                       <Button
-                        label={`Move ${r.name} up`}
-                        onClick={() => act(() => api("POST", "/shield-rules/reorder", { ids: moved(rules, i, -1) }))}
+                        label={`${r.enabled ? "Disable" : "Enable"} ${r.name}`}
+                        onClick={() => act(() => api("PATCH", `/shield-rules/${r.id}`, { enabled: !r.enabled }))}
                       >
-                        ↑
+                        {r.enabled ? "Disable" : "Enable"}
                       </Button>
-                    )}
-                    {i < rules.length - 1 && (
+                      <button
+                        type="button"
+                        className="btn"
+                        aria-label={`Edit ${r.name}`}
+                        aria-expanded={editing === r.id}
+                        onClick={() => setEditing(editing === r.id ? undefined : r.id)}
+                      >
+                        Edit
+                      </button>
                       <Button
-                        label={`Move ${r.name} down`}
-                        onClick={() => act(() => api("POST", "/shield-rules/reorder", { ids: moved(rules, i, 1) }))}
+                        kind="danger"
+                        label={`Delete ${r.name}`}
+                        onClick={() => act(() => api("DELETE", `/shield-rules/${r.id}`))}
                       >
-                        ↓
+                        Delete
                       </Button>
-                    )}
-                    <Button
-                      label={`${r.enabled ? "Disable" : "Enable"} ${r.name}`}
-                      onClick={() => act(() => api("PATCH", `/shield-rules/${r.id}`, { enabled: !r.enabled }))}
-                    >
-                      {r.enabled ? "Disable" : "Enable"}
-                    </Button>
-                    <Button
-                      kind="danger"
-                      label={`Delete ${r.name}`}
-                      onClick={() => act(() => api("DELETE", `/shield-rules/${r.id}`))}
-                    >
-                      Delete
-                    </Button>
-                  </div>
-                </td>
-              </tr>
+                    </div>
+                  </td>
+                </tr>
+                {editing === r.id && (
+                  <tr className="details">
+                    <td colSpan={6}>
+                      <RuleBuilder
+                        targets={targets}
+                        rule={r}
+                        onCancel={() => setEditing(undefined)}
+                        onSaved={async () => {
+                          setEditing(undefined);
+                          await data.reload();
+                        }}
+                      />
+                    </td>
+                  </tr>
+                )}
+              </Fragment>
             ))}
           </tbody>
         </table>
