@@ -187,7 +187,7 @@ describe("console shield rules in chromium", () => {
     const status = await page.evaluate(
       async ([id]) => {
         const w = globalThis as unknown as { fetch: typeof fetch };
-        const s = await (await w.fetch("/console/api/session")).json();
+        const s = (await (await w.fetch("/console/api/session")).json()) as { csrfToken: string };
         const r = await w.fetch(`/console/api/shield-rules/${id}`, {
           method: "PATCH",
           headers: { "content-type": "application/json", "x-csrf-token": s.csrfToken },

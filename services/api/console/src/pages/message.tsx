@@ -73,6 +73,7 @@ function Attachments({ e }: { e: Email }) {
   return (
     <ul className="attachments" aria-label="Attachments">
       {e.attachments.map((a, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the index is the attachment's identity (its URL is /attachments/{i}).
         <li key={`${a.filename}${i}`}>
           {a.stored ? (
             <a href={`/console/api/emails/${e.id}/attachments/${i}`} download={a.filename}>

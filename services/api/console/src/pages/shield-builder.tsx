@@ -5,7 +5,6 @@ import {
   type ConditionOperator,
   operatorsFor,
   operatorTakesValue,
-  ROUTE_ENDPOINTS_MAX,
   RULE_ACTIONS,
   type RuleAction,
 } from "@mailroom/core/shield-fields";
@@ -130,7 +129,12 @@ function Destinations(props: {
 }) {
   const kinds = [
     { kind: "webhook", label: "Route to", none: "no webhook", list: props.endpoints.filter((e) => e.type !== "email") },
-    { kind: "email", label: "Also email to", none: "no email", list: props.endpoints.filter((e) => e.type === "email") },
+    {
+      kind: "email",
+      label: "Also email to",
+      none: "no email",
+      list: props.endpoints.filter((e) => e.type === "email"),
+    },
   ];
   const pick = (list: Endpoint[]) => props.chosen.find((id) => list.some((e) => e.id === id)) ?? "";
   return (
