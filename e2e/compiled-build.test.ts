@@ -84,7 +84,12 @@ describe("the compiled build", () => {
 
   test("the API starts from it and answers", async () => {
     const port = await sparePort();
-    const api = runCompiled("services/api/src/main.js", { API_PORT: String(port), API_HOST: "127.0.0.1" });
+    const api = runCompiled("services/api/src/main.js", {
+      API_PORT: String(port),
+      API_HOST: "127.0.0.1",
+      // NODE_ENV=production refuses the development default.
+      CURSOR_SECRET: "compiled-build-cursor-secret",
+    });
     await waitFor(
       async () => {
         if (api.child.exitCode !== null) throw new Error(`the compiled API exited: ${api.output.text}`);

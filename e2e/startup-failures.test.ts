@@ -93,6 +93,25 @@ describe("an invalid setting", () => {
   }, 300_000);
 });
 
+describe("the development CURSOR_SECRET", () => {
+  test("the API refuses it with NODE_ENV=production, naming the variable; a set one starts", async () => {
+    const refused = await runToExit("api", { ...deps(), NODE_ENV: "production", API_PORT: "0" });
+    expect(fatalLine(refused)).toMatch(/^invalid environment: CURSOR_SECRET: the development default .* refused with NODE_ENV=production/);
+    expect(refused.lines).toHaveLength(1);
+    // With a value of its own it gets past the environment check (and fails later on the closed
+    // database port, which proves it started with that environment).
+    const down = `postgresql://postgres@127.0.0.1:${closedPort}/mailroom`;
+    const own = await runToExit("api", {
+      ...deps(),
+      DATABASE_URL: down,
+      NODE_ENV: "production",
+      API_PORT: "0",
+      CURSOR_SECRET: "a-long-random-production-value",
+    });
+    expect(fatalLine(own)).not.toMatch(/invalid environment/);
+  }, 120_000);
+});
+
 describe("Postgres unreachable for longer than STARTUP_TIMEOUT_MS", () => {
   test("every service exits 1 with one line naming the database and the error", async () => {
     const down = `postgresql://postgres@127.0.0.1:${closedPort}/mailroom`;

@@ -40,6 +40,8 @@ chmod -R a+rX "$app"
 export DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/mailroom_image_check}"
 export REDIS_PREFIX="${REDIS_PREFIX:-mailroom-image-check}" API_PORT="${API_PORT:-38300}" SMTP_PORT="${SMTP_PORT:-38325}"
 export SMTP_RELAY_URL="${SMTP_RELAY_URL:-smtp://127.0.0.1:2}" NODE_ENV=production
+# NODE_ENV=production refuses the development CURSOR_SECRET: a random one for this check.
+export CURSOR_SECRET="${CURSOR_SECRET:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}"
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 (cd "$app" && "$work/bin/node" packages/db/src/migrate-cli.js >/dev/null)
 (cd "$app" && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$work/bin/node" scripts/start-all.js >"$work/run.log" 2>&1) &

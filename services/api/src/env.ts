@@ -2,8 +2,12 @@ import { commonEnv, dnsServersEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
+/** Fine on a laptop; anyone can read it here, so it could sign forged cursors in production. */
+export const DEV_CURSOR_SECRET = "mailroom-dev-cursor-secret";
+
 export const apiEnvSchema = z.object({
   ...commonEnv,
+  NODE_ENV: z.string().default("development"),
   ...healthEnv(HEALTH_PORTS.api),
   ...byteStoreEnv,
   API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -13,7 +17,8 @@ export const apiEnvSchema = z.object({
   /** Zone under which DKIM CNAME targets live: `<token>.dkim.<DKIM_DOMAIN>`. */
   DKIM_DOMAIN: z.string().min(1).default("mailroom.localhost"),
   /** Signs pagination cursors so they cannot be forged. Set the same value on every API replica. */
-  CURSOR_SECRET: z.string().min(8).default("mailroom-dev-cursor-secret"),
+  /** Empty counts as unset (docker-compose passes `${CURSOR_SECRET:-}` through). */
+  CURSOR_SECRET: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(8).default(DEV_CURSOR_SECRET)),
   /** Local development only: lets endpoints point at private addresses (SSRF guard off). */
   ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
   /** Largest JSON request body (larger → 413). */
@@ -38,5 +43,16 @@ export const apiEnvSchema = z.object({
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;
 
+/** NODE_ENV=production (the Docker image sets it) refuses the development default at start. */
+function refuseDevCursorSecret(env: ApiEnv, ctx: z.RefinementCtx): void {
+  if (env.NODE_ENV !== "production" || env.CURSOR_SECRET !== DEV_CURSOR_SECRET) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["CURSOR_SECRET"],
+    message:
+      "the development default (unset or empty) is refused with NODE_ENV=production: set a long random value (e.g. openssl rand -hex 32), the same on every API replica",
+  });
+}
+
 export const loadApiEnv = (source: NodeJS.ProcessEnv = process.env): ApiEnv =>
-  parseEnv(apiEnvSchema.superRefine(requireS3Settings), source);
+  parseEnv(apiEnvSchema.superRefine(requireS3Settings).superRefine(refuseDevCursorSecret), source);
