@@ -4,8 +4,9 @@ import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 import { type EventPublisher, enqueue, type Queue, retryFor } from "@mailroom/queues";
 import type { AttachmentLinks } from "@mailroom/storage";
+import { type AttemptStore, directAttemptStore } from "./attempt-store.ts";
 import type { EndpointSlots } from "./slots.ts";
-import { type ClaimedDelivery, claimDelivery, loadDelivery, recordAttempt, unclaimDelivery } from "./store.ts";
+import { type ClaimedDelivery, loadDelivery, unclaimDelivery } from "./store.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
 export type SendResult = { status: number | null; body: string; durationMs: number; error: string | null };
@@ -22,6 +23,8 @@ export type DispatchDeps = {
   backoffUnitMs: number;
   /** Per-endpoint concurrency limit; without it every attempt goes ahead. */
   slots?: EndpointSlots;
+  /** The claim and record statements (batched by the worker); absent: one statement per attempt. */
+  store?: AttemptStore;
   /** How long recording a made attempt is retried while Postgres is unreachable (default 2 min). */
   recordDeadlineMs?: number;
   /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
@@ -44,7 +47,7 @@ export type AttemptOutcome =
 /** A job may fire this much before nextAttemptAt and still count as on time. */
 const EARLY_TOLERANCE_MS = 500;
 /** A slot lease outlives the longest attempt (30 s timeout + DNS) so a crashed worker frees it. */
-const SLOT_LEASE_MARGIN_MS = 15_000;
+export const SLOT_LEASE_MARGIN_MS = 15_000;
 const RECORD_DEADLINE_MS = 120_000;
 
 /**
@@ -58,20 +61,24 @@ export async function attemptDelivery(
   deliveryId: string,
   opts: { expectedAttempt?: number; holder?: string } = {},
 ): Promise<AttemptOutcome> {
-  const { prisma } = deps;
   const now = deps.now ?? (() => new Date());
+  const store =
+    deps.store ??
+    directAttemptStore(deps.prisma, {
+      leaseMarginMs: SLOT_LEASE_MARGIN_MS,
+      busyEndpoints: () => deps.slots?.busyEndpoints?.() ?? [],
+    });
   // Claim first, in the statement that loads everything the request needs: the slot is then held
   // only around the request itself. The claim moves nextAttemptAt to the end of a lease that outlives
   // the request. A second job for this attempt (the sweeper re-queued it after Redis lost the running
   // one, or BullMQ wrongly took the running one for stalled) finds the claim and waits for the lease
   // instead of POSTing concurrently; if this worker dies, the lease runs out and the attempt is made again.
   const at = now();
-  const d = await claimDelivery(prisma, deliveryId, {
+  const d = await store.claim({
+    id: deliveryId,
     ...(opts.expectedAttempt !== undefined ? { expectedCount: opts.expectedAttempt - 1 } : {}),
     dueBy: new Date(at.getTime() + EARLY_TOLERANCE_MS),
     now: at,
-    leaseMarginMs: SLOT_LEASE_MARGIN_MS,
-    busyEndpoints: deps.slots?.busyEndpoints?.() ?? [],
   });
   if (!d) return whyNotClaimed(deps, deliveryId, opts.expectedAttempt, at);
   if (d.busy) return { outcome: "busy", endpointId: d.endpointId };
@@ -121,7 +128,7 @@ export async function attemptDelivery(
   // The request went out; now it must be recorded. Postgres being briefly away must not fail the job
   // (its retry would POST again), so keep trying for a while.
   const record = () =>
-    recordAttempt(prisma, {
+    store.record({
       deliveryId: d.id,
       previousCount: d.attemptCount,
       attempt,

@@ -3,11 +3,12 @@ import { newId, type PrismaClient, poolOf } from "@mailroom/db";
 
 /**
  * The dispatcher's two statements per attempt — claim (with everything the request needs) and
- * record — each one round trip. Prisma's nested findUnique took five (delivery, endpoint, email,
- * attachments, domain), the claim one more and the record's interactive transaction four (BEGIN,
- * UPDATE, INSERT, COMMIT): a job waits on every round trip in turn, so on a loaded machine they were
- * most of a delivery's time. They run on node-postgres directly (the pool under Prisma, as blobs.ts
- * does): Prisma's per-statement overhead was the dispatcher's largest CPU cost in the profile.
+ * record — each one round trip, and each taking many attempts at once (the worker coalesces the
+ * claims and records of concurrent jobs, batcher.ts). Prisma's nested findUnique took five round
+ * trips (delivery, endpoint, email, attachments, domain), the claim one more and the record's
+ * interactive transaction four (BEGIN, UPDATE, INSERT, COMMIT). They run on node-postgres directly
+ * (the pool under Prisma, as blobs.ts does), as named statements: each pooled connection parses and
+ * plans them once instead of for every attempt.
  */
 
 export type LoadedDelivery = {
@@ -58,7 +59,7 @@ type Row = Omit<LoadedDelivery, "endpoint" | "email"> & {
 } & { [K in keyof EmailRow as `e_${K & string}`]: EmailRow[K] } & { e_recipient: string | null };
 
 /** The delivery `d` (a table or a CTE) with its endpoint, email, attachments and domain. */
-const selectLoaded = (from: string, extra = "") => `
+const selectLoaded = (from: string, extra = "", where = `WHERE d."id" = $1`) => `
     SELECT d."id", d."accountId", d."emailId", d."endpointId", d."status", d."attemptCount", d."maxAttempts",
            d."attemptBase", d."nextAttemptAt", d."createdAt",
            ep."type" AS "ep_type", ep."url" AS "ep_url", ep."headers" AS "ep_headers",
@@ -80,58 +81,94 @@ const selectLoaded = (from: string, extra = "") => `
       JOIN "endpoints" ep ON ep."id" = d."endpointId"
       JOIN "emails" e ON e."id" = d."emailId"
       LEFT JOIN "domains" dom ON dom."id" = e."domainId"
-     WHERE d."id" = $1`;
+     ${where}`;
 
 /** The delivery as it is, whatever its state: to tell why it could not be claimed. */
 export async function loadDelivery(prisma: PrismaClient, id: string): Promise<LoadedDelivery | null> {
-  const { rows } = await poolOf(prisma).query<Row>(selectLoaded(`"deliveries"`), [id]);
+  const { rows } = await poolOf(prisma).query<Row>({
+    name: "dispatcher-load",
+    text: selectLoaded(`"deliveries"`),
+    values: [id],
+  });
   const r = rows[0];
   return r ? fromRow(r) : null;
 }
 
-/**
- * Claims the delivery's next attempt and loads it, in one statement: only if it is pending or
- * retrying, on an active HTTP endpoint, due by `dueBy`, and (with `expectedCount`) still at that
- * attempt count. nextAttemptAt moves to a lease of the endpoint's timeout plus `leaseMarginMs` from
- * `now`; the row lock (FOR UPDATE, re-checked after a concurrent update) makes two claimers of one
- * attempt exclusive. Null: not claimable now; `loadDelivery` says why. A delivery for one of
- * `busyEndpoints` (no slot free in this process) comes back with `busy` and is not claimed: the job
- * learns its endpoint in the same round trip, with nothing to give back.
- */
-export async function claimDelivery(
-  prisma: PrismaClient,
-  id: string,
-  opts: { expectedCount?: number; dueBy: Date; now: Date; leaseMarginMs: number; busyEndpoints?: string[] },
-): Promise<ClaimedDelivery | null> {
-  const { rows } = await poolOf(prisma).query<Row & { previousNextAttemptAt: Date | null; busy: boolean }>(
-    `
-    WITH due AS (
-      SELECT d."id", d."nextAttemptAt", ep."timeoutSeconds", d."endpointId" = ANY($6::text[]) AS "busy"
-        FROM "deliveries" d
+/** One attempt to claim: the delivery, its expected attempt count (optional) and how due it must be. */
+export type ClaimRequest = { id: string; expectedCount?: number; dueBy: Date; now: Date };
+
+const CLAIM = `
+    WITH req AS (
+      SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[]) AS r("id", "expected", "dueBy", "now")
+    ), due AS (
+      SELECT d."id", d."nextAttemptAt", ep."timeoutSeconds", d."endpointId" = ANY($6::text[]) AS "busy", req."now"
+        FROM req
+        JOIN "deliveries" d ON d."id" = req."id"
         JOIN "endpoints" ep ON ep."id" = d."endpointId"
-       WHERE d."id" = $1 AND d."status" IN ('pending', 'retrying') AND ($2::int IS NULL OR d."attemptCount" = $2::int)
-         AND ep."active" AND ep."type" <> 'email' AND (d."nextAttemptAt" IS NULL OR d."nextAttemptAt" <= $3)
+       WHERE d."status" IN ('pending', 'retrying') AND (req."expected" IS NULL OR d."attemptCount" = req."expected")
+         AND ep."active" AND ep."type" <> 'email' AND (d."nextAttemptAt" IS NULL OR d."nextAttemptAt" <= req."dueBy")
+       ORDER BY d."id"
          FOR UPDATE OF d
     ), claimed AS (
       UPDATE "deliveries" d
          SET "nextAttemptAt" = CASE WHEN due."busy" THEN d."nextAttemptAt"
-                               ELSE $4::timestamptz + (due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond' END,
+                               ELSE due."now" + (due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond' END,
              "updatedAt" = CASE WHEN due."busy" THEN d."updatedAt" ELSE now() END
         FROM due
        WHERE d."id" = due."id"
       RETURNING d.*, due."nextAttemptAt" AS "previousNextAttemptAt", due."busy"
     )
-    ${selectLoaded("claimed", `, d."previousNextAttemptAt", d."busy"`)}`,
-    [id, opts.expectedCount ?? null, opts.dueBy, opts.now, opts.leaseMarginMs, opts.busyEndpoints ?? []],
-  );
-  const r = rows[0];
-  if (!r) return null;
-  const claimed = {
-    nextAttemptAt: r.nextAttemptAt as Date,
-    previousNextAttemptAt: r.previousNextAttemptAt,
-    busy: r.busy,
-  };
-  return { ...fromRow(r), ...claimed };
+    ${selectLoaded("claimed", `, d."previousNextAttemptAt", d."busy"`, "")}`;
+
+/**
+ * Claims each delivery's next attempt and loads it, all in one statement: only if it is pending or
+ * retrying, on an active HTTP endpoint, due by `dueBy`, and (with `expectedCount`) still at that
+ * attempt count. nextAttemptAt moves to a lease of the endpoint's timeout plus `leaseMarginMs` from
+ * `now`; the row locks (FOR UPDATE, taken in id order so that two claimers cannot deadlock, and
+ * re-checked after a concurrent update) make two claimers of one attempt exclusive. Null for a
+ * request not claimable now (`loadDelivery` says why). A delivery for one of `busyEndpoints` (no slot
+ * free in this process) comes back with `busy` and is not claimed: the job learns its endpoint in the
+ * same round trip, with nothing to give back. The ids must be distinct (the batcher's key).
+ */
+export async function claimDeliveries(
+  prisma: PrismaClient,
+  reqs: ClaimRequest[],
+  opts: { leaseMarginMs: number; busyEndpoints?: string[] },
+): Promise<(ClaimedDelivery | null)[]> {
+  const { rows } = await poolOf(prisma).query<Row & { previousNextAttemptAt: Date | null; busy: boolean }>({
+    name: "dispatcher-claim",
+    text: CLAIM,
+    values: [
+      reqs.map((r) => r.id),
+      reqs.map((r) => r.expectedCount ?? null),
+      reqs.map((r) => r.dueBy),
+      reqs.map((r) => r.now),
+      opts.leaseMarginMs,
+      opts.busyEndpoints ?? [],
+    ],
+  });
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return reqs.map(({ id }) => {
+    const r = byId.get(id);
+    if (!r) return null;
+    byId.delete(id); // a repeated id gets nothing: only one caller holds the claim
+    const claimed = {
+      nextAttemptAt: r.nextAttemptAt as Date,
+      previousNextAttemptAt: r.previousNextAttemptAt,
+      busy: r.busy,
+    };
+    return { ...fromRow(r), ...claimed };
+  });
+}
+
+/** One delivery's claim (claimDeliveries). */
+export async function claimDelivery(
+  prisma: PrismaClient,
+  id: string,
+  opts: Omit<ClaimRequest, "id"> & { leaseMarginMs: number; busyEndpoints?: string[] },
+): Promise<ClaimedDelivery | null> {
+  const [claimed] = await claimDeliveries(prisma, [{ ...opts, id }], opts);
+  return claimed ?? null;
 }
 
 /**
@@ -140,11 +177,12 @@ export async function claimDelivery(
  * holds the attempt until its lease ends; then the job or the sweeper makes it.
  */
 export async function unclaimDelivery(prisma: PrismaClient, d: ClaimedDelivery): Promise<void> {
-  await poolOf(prisma).query(
-    `UPDATE "deliveries" SET "nextAttemptAt" = $1, "updatedAt" = now()
-      WHERE "id" = $2 AND "attemptCount" = $3 AND "status" IN ('pending', 'retrying') AND "nextAttemptAt" = $4`,
-    [d.previousNextAttemptAt, d.id, d.attemptCount, d.nextAttemptAt],
-  );
+  await poolOf(prisma).query({
+    name: "dispatcher-unclaim",
+    text: `UPDATE "deliveries" SET "nextAttemptAt" = $1, "updatedAt" = now()
+            WHERE "id" = $2 AND "attemptCount" = $3 AND "status" IN ('pending', 'retrying') AND "nextAttemptAt" = $4`,
+    values: [d.previousNextAttemptAt, d.id, d.attemptCount, d.nextAttemptAt],
+  });
 }
 
 function fromRow(r: Row): LoadedDelivery {
@@ -215,37 +253,58 @@ export type AttemptRecord = {
   finishedAt: Date;
 };
 
+const RECORD = `
+    WITH r AS (
+      SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::int[], $7::text[],
+                           $8::timestamptz[], $9::text[], $10::int[], $11::text[], $12::timestamptz[], $13::timestamptz[])
+                 AS r("deliveryId", "previousCount", "attempt", "status", "nextAttemptAt", "statusCode", "error",
+                      "deliveredAt", "attemptId", "durationMs", "responseBody", "startedAt", "finishedAt")
+    ), moved AS (
+      UPDATE "deliveries" d
+         SET "attemptCount" = r."attempt", "status" = r."status", "nextAttemptAt" = r."nextAttemptAt",
+             "lastStatusCode" = r."statusCode", "lastError" = r."error", "deliveredAt" = r."deliveredAt", "updatedAt" = now()
+        FROM r
+       WHERE d."id" = r."deliveryId" AND d."attemptCount" = r."previousCount" AND d."status" IN ('pending', 'retrying')
+      RETURNING r.*
+    )
+    INSERT INTO "delivery_attempts" ("id", "deliveryId", "number", "statusCode", "durationMs", "error", "responseBody",
+                                     "startedAt", "finishedAt")
+    SELECT "attemptId", "deliveryId", "attempt", "statusCode", "durationMs", "error", "responseBody", "startedAt", "finishedAt"
+      FROM moved
+    RETURNING "deliveryId"`;
+
 /**
- * Records a made attempt: the Delivery row moves on and the DeliveryAttempt is inserted, in one
- * statement (a data-modifying CTE is atomic), only if no other worker recorded this attempt first.
+ * Records made attempts: each Delivery row moves on and its DeliveryAttempt is inserted, all in one
+ * statement (a data-modifying CTE is atomic), each only if no other worker recorded that attempt
+ * first (then false for it). The delivery ids must be distinct (the batcher's key).
  */
-export async function recordAttempt(prisma: PrismaClient, a: AttemptRecord): Promise<boolean> {
-  const { rowCount } = await poolOf(prisma).query(
-    `WITH moved AS (
-       UPDATE "deliveries"
-          SET "attemptCount" = $1, "status" = $2, "nextAttemptAt" = $3, "lastStatusCode" = $4, "lastError" = $5,
-              "deliveredAt" = $6, "updatedAt" = now()
-        WHERE "id" = $7 AND "attemptCount" = $8 AND "status" IN ('pending', 'retrying')
-       RETURNING "id"
-     )
-     INSERT INTO "delivery_attempts" ("id", "deliveryId", "number", "statusCode", "durationMs", "error", "responseBody",
-                                      "startedAt", "finishedAt")
-     SELECT $9, "id", $1, $4, $10, $5, $11, $12, $13 FROM moved`,
-    [
-      a.attempt,
-      a.status,
-      a.nextAttemptAt,
-      a.statusCode,
-      a.error,
-      a.deliveredAt,
-      a.deliveryId,
-      a.previousCount,
-      newId("deliveryAttempt"),
-      a.durationMs,
-      a.responseBody,
-      a.startedAt,
-      a.finishedAt,
+export async function recordAttempts(prisma: PrismaClient, as: AttemptRecord[]): Promise<boolean[]> {
+  const col = <K extends keyof AttemptRecord>(k: K) => as.map((a) => a[k]);
+  const { rows } = await poolOf(prisma).query<{ deliveryId: string }>({
+    name: "dispatcher-record",
+    text: RECORD,
+    values: [
+      col("deliveryId"),
+      col("previousCount"),
+      col("attempt"),
+      col("status"),
+      col("nextAttemptAt"),
+      col("statusCode"),
+      col("error"),
+      col("deliveredAt"),
+      as.map(() => newId("deliveryAttempt")),
+      col("durationMs"),
+      col("responseBody"),
+      col("startedAt"),
+      col("finishedAt"),
     ],
-  );
-  return rowCount === 1;
+  });
+  const recorded = new Set(rows.map((r) => r.deliveryId));
+  return as.map((a) => recorded.has(a.deliveryId));
+}
+
+/** One made attempt's record (recordAttempts). */
+export async function recordAttempt(prisma: PrismaClient, a: AttemptRecord): Promise<boolean> {
+  const [recorded] = await recordAttempts(prisma, [a]);
+  return recorded === true;
 }

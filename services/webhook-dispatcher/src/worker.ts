@@ -1,7 +1,8 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
-import type { Redis } from "@mailroom/queues";
+import type { EventPublisher, MailEvent, Redis } from "@mailroom/queues";
 import { createWorker, type Worker } from "@mailroom/queues";
-import { attemptDelivery, attemptOfJobId, type DispatchDeps } from "./dispatch.ts";
+import { batchedAttemptStore } from "./attempt-store.ts";
+import { attemptDelivery, attemptOfJobId, type DispatchDeps, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
 import { createParking } from "./parking.ts";
 import { createEndpointSlots, createLocalSlots, type EndpointSlots } from "./slots.ts";
 import { sweepOverdueDeliveries } from "./sweeper.ts";
@@ -76,7 +77,12 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     },
     busyEndpoints: () => slots.busyEndpoints(),
   };
-  const deps: DispatchDeps = { ...opts, slots: pacedSlots };
+  const store = batchedAttemptStore(opts.prisma, {
+    leaseMarginMs: SLOT_LEASE_MARGIN_MS,
+    busyEndpoints: () => slots.busyEndpoints(),
+  });
+  const events = trackEvents(opts.events);
+  const deps: DispatchDeps = { ...opts, slots: pacedSlots, store, ...(events ? { events: events.publish } : {}) };
   const worker = createWorker(
     "delivery",
     async ({ deliveryId }, job) => {
@@ -136,6 +142,24 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       clearInterval(timer);
       await worker.close();
       await sweeping?.catch(() => undefined);
+      await events?.settled();
     },
+  };
+}
+
+/**
+ * Live events published without holding up the job: the outcome is committed before the event goes
+ * out, and the publisher logs and swallows its own failures, so waiting for Redis's answer only kept
+ * a worker slot (one more round trip per final outcome). close() waits for those still on the way.
+ */
+function trackEvents(publish: EventPublisher | undefined) {
+  if (!publish) return undefined;
+  const pending = new Set<Promise<void>>();
+  return {
+    publish: async (event: MailEvent) => {
+      const p = publish(event).finally(() => pending.delete(p));
+      pending.add(p);
+    },
+    settled: () => Promise.all(pending).then(() => undefined),
   };
 }
