@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 
 /**
  * SSRF address classification (DESIGN §4): pure, no DNS. The egress package resolves host names and
@@ -7,13 +8,11 @@ import { isIP } from "node:net";
 
 export type AddressClass = { public: true } | { public: false; reason: string };
 
-type Range = { bytes: number[]; prefix: number; reason: string };
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Range = { cidr: [Address, number]; reason: string };
 
 function range(cidr: string, reason: string): Range {
-  const [ip = "", bits = ""] = cidr.split("/");
-  const bytes = parseIp(ip);
-  if (!bytes) throw new Error(`bad range ${cidr}`);
-  return { bytes, prefix: Number(bits), reason: `${reason} (${cidr})` };
+  return { cidr: ipaddr.parseCIDR(cidr), reason: `${reason} (${cidr})` };
 }
 
 // Order matters: the first matching range names the reason (255.255.255.255 before 240/4).
@@ -60,76 +59,66 @@ const SIX_TO_FOUR = range("2002::/16", "");
 const GLOBAL_UNICAST = range("2000::/3", "");
 
 export function classifyAddress(ip: string): AddressClass {
-  const bytes = parseIp(ip);
-  if (!bytes) return { public: false, reason: "not an IP address" };
-  if (bytes.length === 4) return classifyV4(bytes);
+  const addr = parseAddress(ip);
+  if (!addr) return { public: false, reason: "not an IP address" };
+  if (addr.kind() === "ipv4") return classifyV4(addr as ipaddr.IPv4);
+  const bytes = addr.toByteArray();
 
   // IPv6 forms that carry an IPv4 address. Mapped and compatible addresses reach the embedded
   // host directly on dual-stack machines, so they are refused whatever they embed (DESIGN §4).
-  if (matches(bytes, V4_MAPPED) || matches(bytes, V4_COMPATIBLE)) {
-    const kind = matches(bytes, V4_MAPPED) ? "IPv4-mapped" : "IPv4-compatible";
+  if (matches(addr, V4_MAPPED) || matches(addr, V4_COMPATIBLE)) {
+    const kind = matches(addr, V4_MAPPED) ? "IPv4-mapped" : "IPv4-compatible";
     if (bytes.every((b) => b === 0)) return { public: false, reason: "unspecified address (::/128)" };
     if (bytes.slice(0, 15).every((b) => b === 0) && bytes[15] === 1) {
       return { public: false, reason: "loopback address (::1/128)" };
     }
-    const v4 = bytes.slice(12);
+    const v4 = new ipaddr.IPv4(bytes.slice(12));
     const inner = classifyV4(v4);
     const detail = inner.public ? "" : `, ${inner.reason}`;
-    return { public: false, reason: `${kind} IPv6 address (embeds ${v4.join(".")}${detail})` };
+    return { public: false, reason: `${kind} IPv6 address (embeds ${v4}${detail})` };
   }
   // NAT64 and 6to4 are translated to the embedded IPv4 address by a gateway: judge that address.
-  if (matches(bytes, NAT64)) return embedded(bytes.slice(12), "NAT64");
-  if (matches(bytes, SIX_TO_FOUR)) return embedded(bytes.slice(2, 6), "6to4");
+  if (matches(addr, NAT64)) return embedded(new ipaddr.IPv4(bytes.slice(12)), "NAT64");
+  if (matches(addr, SIX_TO_FOUR)) return embedded(new ipaddr.IPv4(bytes.slice(2, 6)), "6to4");
 
-  const hit = V6_REFUSED.find((r) => matches(bytes, r));
+  const hit = V6_REFUSED.find((r) => matches(addr, r));
   if (hit) return { public: false, reason: hit.reason };
   // Everything outside 2000::/3 is unassigned or special-purpose, never a public unicast host.
-  if (!matches(bytes, GLOBAL_UNICAST)) return { public: false, reason: "reserved address (outside 2000::/3)" };
+  if (!matches(addr, GLOBAL_UNICAST)) return { public: false, reason: "reserved address (outside 2000::/3)" };
   return { public: true };
 }
 
-function classifyV4(bytes: number[]): AddressClass {
-  const hit = V4_REFUSED.find((r) => matches(bytes, r));
+function classifyV4(addr: ipaddr.IPv4): AddressClass {
+  const hit = V4_REFUSED.find((r) => matches(addr, r));
   return hit ? { public: false, reason: hit.reason } : { public: true };
 }
 
-function embedded(v4: number[], kind: string): AddressClass {
+function embedded(v4: ipaddr.IPv4, kind: string): AddressClass {
   const inner = classifyV4(v4);
-  return inner.public ? inner : { public: false, reason: `${kind} address embedding ${v4.join(".")}, ${inner.reason}` };
+  return inner.public ? inner : { public: false, reason: `${kind} address embedding ${v4}, ${inner.reason}` };
 }
 
-function matches(bytes: number[], r: Range): boolean {
-  if (bytes.length !== r.bytes.length) return false;
-  let bits = r.prefix;
-  for (let i = 0; bits > 0; i++, bits -= 8) {
-    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
-    if (((bytes[i] ?? 0) & mask) !== ((r.bytes[i] ?? 0) & mask)) return false;
-  }
-  return true;
+function matches(addr: Address, r: Range): boolean {
+  return addr.kind() === r.cidr[0].kind() && addr.match(r.cidr);
 }
 
-/** Bytes of an IPv4 (4) or IPv6 (16) address, or null. A zone id (`fe80::1%eth0`) is ignored. */
-export function parseIp(input: string): number[] | null {
+/**
+ * The address, or null. Only what node:net's isIP accepts (ipaddr.js alone also takes `127.1`,
+ * `0x7f.0.0.1` and decimal forms). A zone id (`fe80::1%eth0`) is ignored. IPv6 goes through the
+ * WHATWG URL serializer first, which writes it as hex groups (RFC 5952): ipaddr.js reads the
+ * deprecated IPv4-compatible `::a.b.c.d` as IPv4-mapped `::ffff:a.b.c.d`, a different address.
+ */
+function parseAddress(input: string): Address | null {
   const ip = input.replace(/%.*$/, "");
   const family = isIP(ip);
-  if (family === 4) return ip.split(".").map(Number);
-  if (family !== 6) return null;
-  let text = ip.toLowerCase();
-  const tail: number[] = [];
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4?.[1]) {
-    const [a = 0, b = 0, c = 0, d = 0] = v4[1].split(".").map(Number);
-    tail.push(a, b, c, d);
-    text = `${text.slice(0, -v4[1].length)}0:0`; // placeholder groups, replaced by `tail` below
-  }
-  const [head = "", rest] = text.split("::");
-  const left = head ? head.split(":") : [];
-  const right = rest ? rest.split(":") : [];
-  const zeros = rest === undefined ? [] : Array<string>(8 - left.length - right.length).fill("0");
-  const groups = [...left, ...zeros, ...right].map((g) => Number.parseInt(g, 16));
-  const bytes = groups.flatMap((g) => [g >> 8, g & 0xff]);
-  if (tail.length) bytes.splice(12, 4, ...tail);
-  return bytes;
+  if (family === 4) return ipaddr.IPv4.parse(ip);
+  if (family === 6) return ipaddr.IPv6.parse(new URL(`http://[${ip}]`).hostname.slice(1, -1));
+  return null;
+}
+
+/** Bytes of an IPv4 (4) or IPv6 (16) address, or null. */
+export function parseIp(input: string): number[] | null {
+  return parseAddress(input)?.toByteArray() ?? null;
 }
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; error: string };
