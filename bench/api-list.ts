@@ -62,7 +62,7 @@ const app = createApp({
   redis,
   logger: createLogger("api", "error"),
   bodyLimit: "1mb",
-  rateLimit: { limit: 1_000_000_000, windowSeconds: 60, algorithm: "fixed", prefix: `bench${Date.now()}` },
+  rateLimit: { limit: 1_000_000_000, windowSeconds: 60, prefix: `bench${Date.now()}` },
   cursors,
   checkDestination: async () => ({ ok: true }),
   config: { mxHost: "mx", dkimDomain: "d", publicApiUrl: "http://x", allowPrivateDestinations: true },

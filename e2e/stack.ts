@@ -108,7 +108,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     events,
     logger,
     bodyLimit: "1mb",
-    rateLimit: { limit: 100_000, windowSeconds: 60, algorithm: "fixed", prefix: env.redisPrefix, ...opts.rateLimit },
+    rateLimit: { limit: 100_000, windowSeconds: 60, prefix: env.redisPrefix, ...opts.rateLimit },
     cursors: createCursorCodec("test-cursor-secret"),
     checkDestination: createDestinationCheck({ allowPrivate, resolver: egressResolver }),
     egressResolver,

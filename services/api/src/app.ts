@@ -37,7 +37,7 @@ export type AppDeps = OpsContext & {
 };
 
 const API_VERSION = "1.0.0";
-const DEFAULT_RATE_LIMIT: RateLimitConfig = { limit: 600, windowSeconds: 60, algorithm: "sliding", prefix: "mailroom" };
+const DEFAULT_RATE_LIMIT: RateLimitConfig = { limit: 600, windowSeconds: 60, prefix: "mailroom" };
 
 /** Builds the express app; main.ts only listens. Tests drive this same app over real HTTP. */
 export function createApp(deps: AppDeps): Express {

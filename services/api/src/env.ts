@@ -26,8 +26,6 @@ export const apiEnvSchema = z.object({
   /** Requests per window per API key (counted in Redis, shared by all replicas); 0 disables. */
   RATE_LIMIT_REQUESTS: z.coerce.number().int().min(0).default(600),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
-  /** `sliding` (the previous window's count weighted by its overlap; smooth) or `fixed` (a counter per window). */
-  RATE_LIMIT_ALGORITHM: z.enum(["sliding", "fixed"]).default("sliding"),
   /**
    * DNS servers (comma-separated host or host:port; default: the system's) for every lookup the API
    * makes: domain verification and the SSRF check of endpoint create/update/test, the same servers

@@ -69,7 +69,6 @@ try {
     rateLimit: {
       limit: env.RATE_LIMIT_REQUESTS,
       windowSeconds: env.RATE_LIMIT_WINDOW_SECONDS,
-      algorithm: env.RATE_LIMIT_ALGORITHM,
       prefix: env.REDIS_PREFIX,
     },
     cursors: createCursorCodec(env.CURSOR_SECRET),

@@ -43,7 +43,7 @@ describe("contract details (spec §2, §4–§8)", () => {
   beforeAll(async () => {
     const services = { ingest: false, ruleEngine: false, dispatcher: false };
     stack = await startStack({ services });
-    limited = await startStack({ services, rateLimit: { limit: LIMIT, windowSeconds: 600, algorithm: "fixed" } });
+    limited = await startStack({ services, rateLimit: { limit: LIMIT, windowSeconds: 600 } });
     receiver = await startReceiver();
     routes = registeredRoutes(stack.app).filter((r) => r.path.startsWith(`${V}/`));
   });

@@ -95,7 +95,7 @@ describe("errors, HEAD, request ids and rate limits", () => {
   beforeAll(async () => {
     stack = await startStack({
       services: { ingest: false, ruleEngine: false, dispatcher: false },
-      rateLimit: { limit: 5, windowSeconds: 86_400, algorithm: "fixed" },
+      rateLimit: { limit: 5, windowSeconds: 86_400 },
     });
     acct = await stack.account();
   });
@@ -220,7 +220,6 @@ describe("errors, HEAD, request ids and rate limits", () => {
       const config: RateLimitConfig = {
         limit: 4,
         windowSeconds: 86_400,
-        algorithm: "sliding",
         prefix: `${stack.env.redisPrefix}:shared`,
       };
       const r1 = await replica(stack, { rateLimit: config });
@@ -246,7 +245,6 @@ describe("errors, HEAD, request ids and rate limits", () => {
       const config: RateLimitConfig = {
         limit: 3,
         windowSeconds: 86_400,
-        algorithm: "fixed",
         prefix: `${stack.env.redisPrefix}:gate`,
         // Long enough that the wait never depends on the machine's speed.
         readyWaitMs: 60_000,

@@ -24,8 +24,6 @@ export type ProcessDeps = {
   shield?: Shield;
   /** Spam verdict (spam.ts: rspamd); without a scanner the verdict is GRAY. */
   spam?: SpamScanner;
-  /** Same account + recipient + Message-ID + content hash within this window is a duplicate. */
-  dedupeWindowMs?: number;
   /** Live events (`email.received`) for API waiters and streams; absent: none are published. */
   events?: EventPublisher;
   /** Message bytes processed at once (budget.ts); absent: only the concurrency bounds them. */

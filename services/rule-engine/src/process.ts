@@ -20,7 +20,8 @@ import { purgeSpoolIfUnused, recordBlock, type StoreInput, type StoreResult, sto
 
 export type { ProcessDeps, ProcessOptions, ProcessResult } from "./deps.ts";
 
-const DAY_MS = 24 * 3600 * 1000;
+/** Same account + recipient + Message-ID + body hash received within this window is a duplicate. */
+const DEDUPE_WINDOW_MS = 24 * 3600 * 1000;
 
 /** `loaded`: the load step already done by the caller (attempts.ts counts the try in it). */
 export async function processRecipient(
@@ -81,7 +82,7 @@ async function processPending(deps: ProcessDeps, rcpt: LoadedRecipient, opts: Pr
     { failed: Boolean(opts.failed), logger: deps.logger, spoolRecipientId: rcpt.id },
   );
   if (decision.action === "block") return recordBlocked(deps, rcpt, judged, decision);
-  const stored = await storeEmail(poolOf(deps.prisma), storeInput(deps, rcpt, judged, decision));
+  const stored = await storeEmail(poolOf(deps.prisma), storeInput(rcpt, judged, decision));
   return afterStore(deps, rcpt, judged, stored);
 }
 
@@ -109,7 +110,6 @@ async function recordBlocked(
 
 /** The Email row, its thread, attachment rows and Deliveries, for store.ts's one transaction. */
 function storeInput(
-  deps: ProcessDeps,
   rcpt: LoadedRecipient,
   judged: Judged,
   decision: Extract<ShieldOutcome, { action: "deliver" }>,
@@ -140,7 +140,7 @@ function storeInput(
     },
     email: judged.email,
     endpointIds: orphaned ? [] : (decision.endpointIds ?? defaultEndpointIds(rcpt)),
-    duplicateSince: new Date(rcpt.spool.receivedAt.getTime() - (deps.dedupeWindowMs ?? DAY_MS)),
+    duplicateSince: new Date(rcpt.spool.receivedAt.getTime() - DEDUPE_WINDOW_MS),
   };
 }
 

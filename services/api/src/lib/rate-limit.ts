@@ -7,9 +7,11 @@ import { redisReady } from "./redis-ready.ts";
 export type RateLimitConfig = {
   /** Requests per window per API key; 0 turns rate limiting off. */
   limit: number;
+  /**
+   * Sliding window: this window's count plus the previous window's, weighted by how much of it the
+   * sliding window still overlaps (no burst of twice the limit across a boundary).
+   */
   windowSeconds: number;
-  /** `fixed`: a counter per window. `sliding`: the previous window's count weighted by its overlap. */
-  algorithm: "fixed" | "sliding";
   /** Redis key prefix (one per deployment; tests use their own). */
   prefix: string;
   /** How long a request waits for a (re)connecting Redis before it counts as down (default 2 s). */
@@ -18,7 +20,7 @@ export type RateLimitConfig = {
 
 export type RateDecision = { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
 
-// Both scripts read Redis's clock, so every API replica agrees on the window boundaries.
+// The script reads Redis's clock, so every API replica agrees on the window boundaries.
 // Returns { count in the current window, count in the previous window, ms elapsed in the window }.
 const SCRIPT = `
 local t = redis.call('TIME')
@@ -30,8 +32,7 @@ local cur_key = KEYS[1] .. ':' .. idx
 local prev = tonumber(redis.call('GET', KEYS[1] .. ':' .. (idx - 1)) or '0')
 local cur = tonumber(redis.call('GET', cur_key) or '0')
 local limit = tonumber(ARGV[2])
-local used = cur
-if ARGV[3] == 'sliding' then used = cur + prev * (w - elapsed) / w end
+local used = cur + prev * (w - elapsed) / w
 if used < limit then
   cur = redis.call('INCR', cur_key)
   redis.call('PEXPIRE', cur_key, w * 2)
@@ -50,12 +51,11 @@ export async function consume(redis: Redis, config: RateLimitConfig, keyId: stri
     `${config.prefix}:ratelimit:{${keyId}}`,
     String(w),
     String(config.limit),
-    config.algorithm,
   )) as [number, number, number, number];
   const left = w - elapsed;
-  const used = config.algorithm === "sliding" ? cur + (prev * left) / w : cur;
+  const used = cur + (prev * left) / w;
   let resetMs = left;
-  if (!ok && config.algorithm === "sliding") {
+  if (!ok) {
     // When will the weighted count fall below the limit?
     resetMs =
       cur < config.limit && prev > 0
