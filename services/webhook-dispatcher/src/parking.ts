@@ -22,6 +22,8 @@ export type Parking = {
   started(endpointId: string, holder: string): void;
   /** That attempt finished (its slot was released). */
   finished(endpointId: string, holder: string): void;
+  /** How long an attempt to the endpoint takes now, as far as this process can tell (0: no idea). */
+  attemptMs(endpointId: string): number;
 };
 
 /** Weight of the newest attempt in an endpoint's average attempt time. */
@@ -67,6 +69,7 @@ export function createParking(opts: {
 
   return {
     take,
+    attemptMs: (endpointId) => attemptMs(endpointId, now()),
     park(deliveryId, endpointId) {
       const t = now();
       take(deliveryId);

@@ -83,8 +83,15 @@ type Local = { held: Map<string, Lease>; waiters: Waiter[] };
 
 export function createLocalSlots(
   inner: EndpointSlots & Partial<Pick<RedisEndpointSlots, "renew">>,
-  opts: { limit: number; maxWaiters: number; maxWaitMs: number; onError?: (err: Error) => void },
+  opts: {
+    limit: number;
+    /** Jobs that may wait here per endpoint: a number, or asked per endpoint each time. */
+    maxWaiters: number | ((endpointId: string) => number);
+    maxWaitMs: number;
+    onError?: (err: Error) => void;
+  },
 ): LocalSlots {
+  const maxWaiters = typeof opts.maxWaiters === "number" ? () => opts.maxWaiters as number : opts.maxWaiters;
   const locals = new Map<string, Local>();
   const local = (id: string): Local => {
     let l = locals.get(id);
@@ -94,7 +101,7 @@ export function createLocalSlots(
     }
     return l;
   };
-  const full = (l: Local) => l.held.size >= opts.limit && l.waiters.length >= opts.maxWaiters;
+  const full = (id: string, l: Local) => l.held.size >= opts.limit && l.waiters.length >= maxWaiters(id);
   const forget = (id: string, l: Local) => {
     if (l.held.size === 0 && l.waiters.length === 0) locals.delete(id);
   };
@@ -119,31 +126,42 @@ export function createLocalSlots(
   return {
     saturated(endpointId) {
       const l = locals.get(endpointId);
-      return !!l && full(l);
+      return !!l && full(endpointId, l);
     },
     busyEndpoints() {
       const out: string[] = [];
-      for (const [id, l] of locals) if (full(l)) out.push(id);
+      for (const [id, l] of locals) if (full(id, l)) out.push(id);
       return out;
     },
     async acquire(endpointId, holder, leaseMs) {
-      const l = local(endpointId);
-      // Nobody waiting here and room under the limit: ask Redis (other processes may hold the rest).
-      if (l.waiters.length === 0 && l.held.size < opts.limit) {
+      // Room under the limit here: ask Redis (other processes may hold the rest).
+      if (local(endpointId).held.size < opts.limit) {
         let ok: boolean;
         try {
           ok = await inner.acquire(endpointId, holder, leaseMs);
         } catch (err) {
-          forget(endpointId, l);
+          const l = locals.get(endpointId);
+          if (l) forget(endpointId, l);
           throw err;
         }
         if (ok) {
-          l.held.set(holder, { member: holder, expiresAt: Date.now() + leaseMs });
-          return true;
+          // Looked up again after the round trip: the entry may have been forgotten and made anew
+          // meanwhile, and a lease or waiter kept on a forgotten one would never see a release.
+          const l = local(endpointId);
+          const lease = { member: holder, expiresAt: Date.now() + leaseMs };
+          const first = l.waiters.shift();
+          if (!first) {
+            l.held.set(holder, lease);
+            return true;
+          }
+          // Jobs already waiting here go first: the new lease is the first one's, this job joins the line.
+          l.held.set(first.holder, lease);
+          first.wake(lease);
         }
       }
       // Wait only for a slot this process will release.
-      if (l.held.size === 0 || l.waiters.length >= opts.maxWaiters) {
+      const l = local(endpointId);
+      if (l.held.size === 0 || l.waiters.length >= maxWaiters(endpointId)) {
         forget(endpointId, l);
         return false;
       }

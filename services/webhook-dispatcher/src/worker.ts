@@ -25,7 +25,7 @@ export type DispatcherOptions = DispatchDeps & {
   busyRetryMaxMs?: number;
   /**
    * How long a job may wait in its worker slot for a slot of its endpoint that this process is
-   * about to release (default 1 s); at most `endpointConcurrency` jobs wait per endpoint.
+   * about to release (default 1 s); how many may wait: endpointLimits below.
    */
   endpointWaitMs?: number;
   /** Redis connection for the endpoint slots; default: `connection`. */
@@ -46,25 +46,38 @@ class MovedToDelayed extends Error {
   override name = "DelayedError";
 }
 
-/** The `delivery` worker, the per-endpoint concurrency limit and the sweeper that re-queues lost jobs. */
-export function startDispatcher(opts: DispatcherOptions): Dispatcher {
+/**
+ * The per-endpoint limit as the attempts see it: the Redis semaphore behind the in-process hand-off
+ * (slots.ts), and the parking that times each attempt to pace the jobs it sends back (parking.ts).
+ *
+ * Jobs may wait here for a slot this process is about to hand over only as many as the endpoint
+ * serves within half the wait, by its attempt time now: a fast endpoint keeps a line of claimed jobs
+ * ready for each released slot (up to the worker's concurrency) instead of sending them round the
+ * queue, and one that hangs gets none (its jobs park at once), so it cannot hold worker slots beyond
+ * the attempts it has in flight. Before any attempt was timed: `limit` waiters, as before.
+ */
+function endpointLimits(opts: DispatcherOptions) {
   const limit = opts.endpointConcurrency ?? 4;
-  const slots = createLocalSlots(
-    opts.slots ?? createEndpointSlots(opts.slotsRedis ?? opts.connection, { prefix: opts.prefix, limit }),
-    {
-      limit,
-      maxWaiters: limit,
-      maxWaitMs: opts.endpointWaitMs ?? 1_000,
-      onError: (err) => opts.logger.warn({ err: err.message }, "renewing an endpoint slot failed"),
-    },
-  );
+  const maxWaitMs = opts.endpointWaitMs ?? 1_000;
   const busyRetryMs = opts.busyRetryMs ?? 1_000;
   const parking = createParking({
     slots: limit,
     minMs: busyRetryMs,
     maxMs: Math.max(busyRetryMs, opts.busyRetryMaxMs ?? 30_000),
   });
-  // The slots as the attempts see them, timing each attempt for the parking's pace.
+  const maxWaiters = (endpointId: string) => {
+    const ms = parking.attemptMs(endpointId);
+    return ms === 0 ? limit : Math.min(opts.concurrency, Math.floor((limit * maxWaitMs) / (2 * ms)));
+  };
+  const slots = createLocalSlots(
+    opts.slots ?? createEndpointSlots(opts.slotsRedis ?? opts.connection, { prefix: opts.prefix, limit }),
+    {
+      limit,
+      maxWaiters,
+      maxWaitMs,
+      onError: (err) => opts.logger.warn({ err: err.message }, "renewing an endpoint slot failed"),
+    },
+  );
   const pacedSlots: EndpointSlots = {
     async acquire(endpointId, holder, leaseMs) {
       const ok = await slots.acquire(endpointId, holder, leaseMs);
@@ -77,6 +90,12 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     },
     busyEndpoints: () => slots.busyEndpoints(),
   };
+  return { slots, parking, pacedSlots };
+}
+
+/** The `delivery` worker, the per-endpoint concurrency limit and the sweeper that re-queues lost jobs. */
+export function startDispatcher(opts: DispatcherOptions): Dispatcher {
+  const { slots, parking, pacedSlots } = endpointLimits(opts);
   const store = batchedAttemptStore(opts.prisma, {
     leaseMarginMs: SLOT_LEASE_MARGIN_MS,
     busyEndpoints: () => slots.busyEndpoints(),

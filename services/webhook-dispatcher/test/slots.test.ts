@@ -68,4 +68,22 @@ describe("endpoint slots: local waiters in front of the Redis semaphore", () => 
     await local.release("ep_renew", "h2");
     expect(await redis.zcard(key)).toBe(0);
   });
+
+  it("a lease granted while the endpoint's entry here was dropped and made anew is still handed over", async () => {
+    const key = `${env.redisPrefix}:endpoint-slots:ep_forgot`;
+    const inner = createEndpointSlots(redis, { prefix: env.redisPrefix, limit: 2 });
+    const local = createLocalSlots(inner, { limit: 2, maxWaiters: 2, maxWaitMs: 30_000 });
+    expect(await local.acquire("ep_forgot", "h1", LEASE)).toBe(true);
+    const second = local.acquire("ep_forgot", "h2", LEASE); // its answer from Redis is on the way…
+    await local.release("ep_forgot", "h1"); // …when the last holder here leaves (the entry is dropped)
+    expect(await second).toBe(true);
+    expect(await local.acquire("ep_forgot", "h3", LEASE)).toBe(true);
+    // Both slots are this process's: the next job waits here and gets h2's slot when it is released.
+    const fourth = local.acquire("ep_forgot", "h4", LEASE);
+    await local.release("ep_forgot", "h2");
+    expect(await fourth).toBe(true);
+    await local.release("ep_forgot", "h3");
+    await local.release("ep_forgot", "h4");
+    expect(await redis.zcard(key)).toBe(0);
+  });
 });
