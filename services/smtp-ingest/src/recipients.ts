@@ -1,6 +1,6 @@
 import { monthKey, planLimits } from "@mailroom/core";
-import { monthlyReceivedSql, type Queryable } from "@mailroom/db";
 import { isPostmaster } from "./postmaster.ts";
+import type { Lookup } from "./rcpt-lookup.ts";
 
 /** Where an accepted recipient goes, and the allotment its account had at RCPT (null: none). */
 export type Route = {
@@ -27,7 +27,7 @@ const reject = (code: 550 | 452, enhanced: string, message: string): RcptDecisio
  * Maps an envelope recipient to a route (DESIGN.md §3): only verified domains; an explicit address
  * wins (an inactive one rejects); `user+tag` falls back to `user`; otherwise an enabled catch-all.
  */
-export async function decideRecipient(db: Queryable, rcpt: string, now = new Date()): Promise<RcptDecision> {
+export async function decideRecipient(lookup: Lookup, rcpt: string, now = new Date()): Promise<RcptDecision> {
   const at = rcpt.lastIndexOf("@");
   if (at < 1) return reject(550, "5.1.1", "Recipient address rejected: no such user");
   const localPart = rcpt.slice(0, at).toLowerCase();
@@ -38,7 +38,7 @@ export async function decideRecipient(db: Queryable, rcpt: string, now = new Dat
   const candidates = [localPart];
   const plus = localPart.indexOf("+");
   if (plus > 0) candidates.push(localPart.slice(0, plus));
-  const rows = await lookup(db, domainName, candidates, monthKey(now));
+  const rows = await lookup({ domain: domainName, candidates, month: monthKey(now) });
   const domain = rows[0];
   if (domain?.status !== "verified") return reject(550, "5.1.1", "Recipient address rejected: no such user");
 
@@ -71,38 +71,3 @@ export async function decideRecipient(db: Queryable, rcpt: string, now = new Dat
     },
   };
 }
-
-type LookupRow = {
-  domainId: string;
-  accountId: string;
-  status: string;
-  catchAllEnabled: boolean;
-  plan: string;
-  used: string;
-  addressId: string | null;
-  localPart: string | null;
-  active: boolean | null;
-};
-
-/**
- * Everything RCPT needs in one query (it was four): the domain, its account's plan and this month's
- * usage, and the candidate addresses, one row each (a single row with null address columns if none).
- */
-async function lookup(db: Queryable, domain: string, candidates: string[], month: string): Promise<LookupRow[]> {
-  // Named: each pooled connection parses and plans it once, not at every RCPT.
-  const r = await db.query<LookupRow>({
-    name: "ingest-rcpt-lookup",
-    text: LOOKUP,
-    values: [domain, candidates, month],
-  });
-  return r.rows;
-}
-
-const LOOKUP = `
-  SELECT d.id AS "domainId", d."accountId", d.status, d."catchAllEnabled", acc.plan,
-         ${monthlyReceivedSql('d."accountId"', "$3")} AS used,
-         a.id AS "addressId", a."localPart", a.active
-    FROM domains d
-    JOIN accounts acc ON acc.id = d."accountId"
-    LEFT JOIN addresses a ON a."domainId" = d.id AND a."localPart" = ANY($2::text[])
-   WHERE d.domain = $1`;

@@ -10,6 +10,7 @@ import { unknownParameter } from "./esmtp-params.ts";
 import { observeIngest } from "./metrics.ts";
 import { qualifyPostmaster } from "./postmaster.ts";
 import { acceptProxyProtocol } from "./proxy-accept.ts";
+import { lookupInBatches } from "./rcpt-lookup.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { OverAllotment } from "./usage.ts";
@@ -52,6 +53,7 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
   useOwnEnhancedCodes();
   const { prisma, queue, logger } = opts;
   let closing = false;
+  const lookup = lookupInBatches(poolOf(prisma));
   const spool = acceptInBatches(poolOf(prisma), queue, opts.acceptBatch ?? defaultBatchLimits, {
     written: (n) => metrics.batch(n),
   });
@@ -94,7 +96,7 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
       const bad = unknownParameter("RCPT", address.args);
       if (bad) return cb(bad);
       const rcpt = qualifyPostmaster(address.address, opts.postmasterDomain ?? opts.hostname);
-      decideRecipient(poolOf(prisma), rcpt).then(
+      decideRecipient(lookup, rcpt).then(
         (d) => {
           if (!d.ok) {
             if (rcpt !== address.address)
