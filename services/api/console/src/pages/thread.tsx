@@ -57,10 +57,10 @@ export function ReplyForm({ emailId, onSent }: { emailId: string; onSent: () => 
     });
   };
   return (
-    <form className="card reply" aria-label="Reply" onSubmit={send}>
+    <form className="card reply" aria-label="Reply to this message" onSubmit={send}>
       <TextAreaField
         id="reply-text"
-        label="Reply"
+        label="Your reply"
         rows={5}
         required
         value={text}
