@@ -138,7 +138,8 @@ export async function attemptDelivery(
       error,
       deliveredAt: verdict.ok ? finishedAt : null,
       durationMs: result.durationMs,
-      responseBody: result.body.slice(0, 4096),
+      // Postgres text cannot hold NUL: a record refused for it would send the attempt again later.
+      responseBody: result.body.slice(0, 4096).replaceAll("\u0000", "\uFFFD"),
       startedAt,
       finishedAt,
     });

@@ -117,6 +117,17 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
       expect(verify(ep.secret, String(r.headers["x-service-signature"]), r.body)).toBe(true);
   });
 
+  it("a response body with a NUL byte is recorded (NUL as U+FFFD), so the delivery is not POSTed again", async () => {
+    receiver.respond(() => ({ status: 200, body: "ok\u0000done" }));
+    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const d = await seedDelivery(h.prisma, s, ep);
+    await queueFirstAttempt(h.queue, d.id);
+    const done = await settled(d.id);
+    expect(done).toMatchObject({ status: "delivered", attemptCount: 1 });
+    expect(done.attempts.map((a) => a.responseBody)).toEqual(["ok\uFFFDdone"]);
+    expect(receiver.requests).toHaveLength(1);
+  });
+
   it("timeout → failed attempt with error 'timeout'; maxAttempts 1 → dead", async () => {
     receiver.respond(() => ({ status: 200, delayMs: 2_500 }));
     const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, timeoutSeconds: 1, maxAttempts: 1 });
