@@ -1,3 +1,4 @@
+import { AppError } from "@mailroom/core";
 import type { Redis } from "@mailroom/queues";
 import express, { type RequestHandler, Router } from "express";
 import { accountOf } from "../lib/http.ts";
@@ -9,6 +10,7 @@ import { getOverview } from "../ops/overview.ts";
 import { v1Router } from "../routes/v1.ts";
 import { clearSessionCookie, setSessionCookie } from "./cookies.ts";
 import { consoleSession, requireCsrf, requireJsonSameOrigin } from "./guards.ts";
+import { clientIp, signInThrottle } from "./ip-throttle.ts";
 import { createSession, csrfTokenOf, endSession } from "./sessions.ts";
 import { checkCredentials, setPasswordWithToken } from "./sign-in.ts";
 
@@ -33,9 +35,18 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
   r.use(express.json({ limit: deps.bodyLimit }), refuseUnstorableText);
 
   const anonymous = Router();
+  const throttle = signInThrottle(deps.redis, deps.rateLimit.prefix, ctx.logger);
   anonymous.use(requireJsonSameOrigin);
   anonymous.post("/session", async (req, res) => {
-    const member = await checkCredentials(ctx.prisma, req.body);
+    const ip = clientIp(req, deps.trustProxy);
+    await throttle.check(ip);
+    const member = await checkCredentials(ctx.prisma, req.body).catch(async (err: unknown) => {
+      // Wrong credentials and attempts on a locked member count against the address; a 400 does not.
+      if (err instanceof AppError && (err.code === "unauthorized" || err.code === "rate_limited")) {
+        await throttle.failed(ip);
+      }
+      throw err;
+    });
     const token = await createSession(ctx.prisma, member.id);
     setSessionCookie(req, res, token, deps.trustProxy);
     res.status(201).json({ email: member.email, accountId: member.accountId, csrfToken: csrfTokenOf(token) });
