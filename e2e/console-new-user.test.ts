@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createDomainDns } from "@mailroom/domain-verification";
 import { type DnsServer, type Receiver, startDnsServer, startReceiver, waitFor } from "@mailroom/testing";
@@ -25,12 +26,21 @@ let ui: ConsoleBrowser;
 let page: Page;
 const eventStreams: string[] = [];
 const emailListRequests: number[] = [];
+/** While true the receiver answers 503 on /orders (the inbox's endpoint). */
+let down = false;
 
 beforeAll(async () => {
   dns = await startDnsServer();
   receiver = await startReceiver();
-  receiver.respond(() => ({ status: 200, body: "thanks, got it" }));
-  stack = await startStack({ domainDns: createDomainDns({ servers: [dns.server], timeoutMs: 500, tries: 1 }) });
+  receiver.respond((r) =>
+    down && r.path === "/orders"
+      ? { status: 503, body: "down for maintenance" }
+      : { status: 200, body: "thanks, got it" },
+  );
+  stack = await startStack({
+    backoffUnitMs: 20,
+    domainDns: createDomainDns({ servers: [dns.server], timeoutMs: 500, tries: 1 }),
+  });
   acct = await stack.account();
   await createMember(stack, acct.accountId, "first@newcomer.example.com", PASSWORD);
   ui = await openConsole(stack.apiUrl);
@@ -127,6 +137,36 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
     await shots("endpoints");
   });
 
+  it("creates Slack and email endpoints through the type select; the Slack test posts Slack's JSON", async () => {
+    await page.getByLabel("URL").fill(`${receiver.url}/slack`);
+    await page.getByLabel("Name").fill("team slack");
+    await page.getByLabel("Type").selectOption("slack");
+    await page.getByRole("button", { name: "Create endpoint" }).click();
+    const slack = page.getByRole("article", { name: "Endpoint team slack" });
+    await slack.waitFor(WAIT);
+    // Chat endpoints are not signed: no secret to show or rotate.
+    expect(await slack.getByRole("button", { name: "Rotate secret" }).count()).toBe(0);
+    await slack.getByRole("button", { name: "Send test" }).click();
+    await slack.getByTestId("endpoint-test").waitFor(WAIT);
+    const posted = receiver.requests.find((r) => r.path === "/slack");
+    expect(JSON.parse(posted?.body.toString() ?? "{}")).toMatchObject({
+      text: expect.any(String),
+      blocks: expect.any(Array),
+    });
+
+    await page.getByLabel("URL").fill("mailto:ops@newcomer.example.com");
+    await page.getByLabel("Name").fill("ops mailbox");
+    await page.getByLabel("Type").selectOption("email");
+    await page.getByRole("button", { name: "Create endpoint" }).click();
+    await page.getByRole("article", { name: "Endpoint ops mailbox" }).waitFor(WAIT);
+    const types = await stack.prisma.endpoint.findMany({
+      where: { accountId: acct.accountId },
+      select: { type: true },
+    });
+    expect(types.map((t) => t.type).sort()).toEqual(["email", "slack", "webhook"]);
+    await shots("endpoint-types");
+  });
+
   it("creates an inbox routed to the endpoint", async () => {
     await page.getByRole("link", { name: "Inboxes" }).click();
     await page.getByLabel("Address", { exact: true }).fill("orders");
@@ -149,6 +189,7 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
       subject: "Order 42",
       text: "Two boxes, please.",
       messageId: "<order-42@buyer.example>",
+      attachments: [{ filename: "po-42.txt", content: "purchase order 42", contentType: "text/plain" }],
     });
     smtp.close();
     await page.getByRole("button", { name: "Order 42" }).waitFor({ timeout: 60_000 });
@@ -164,6 +205,19 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
     await page.getByText("Headers").click();
     await page.locator(".headers pre", { hasText: "Message-ID: <order-42@buyer.example>" }).waitFor(WAIT);
     await page.getByRole("heading", { name: "Thread · 1 message(s)" }).waitFor(WAIT);
+    // The attachment and the raw message download through the session, byte for byte.
+    const [attachment] = await Promise.all([
+      page.waitForEvent("download", WAIT),
+      page.getByRole("link", { name: "po-42.txt" }).click(),
+    ]);
+    expect(attachment.suggestedFilename()).toBe("po-42.txt");
+    expect(readFileSync(await attachment.path()).toString()).toBe("purchase order 42");
+    const [raw] = await Promise.all([
+      page.waitForEvent("download", WAIT),
+      page.getByRole("link", { name: "Download .eml" }).click(),
+    ]);
+    expect(raw.suggestedFilename()).toMatch(/^em_.*\.eml$/);
+    expect(readFileSync(await raw.path()).toString()).toContain("Message-ID: <order-42@buyer.example>");
 
     await page.getByRole("button", { name: "Send reply" }).click();
     // The textarea is required: the browser keeps the empty reply from being sent.
@@ -208,5 +262,33 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
     expect(await page.locator("tbody tr").count()).toBe(2);
     await shots("deliveries");
     expect(ui.foreign).toEqual([]);
+  });
+
+  it("the receiver fails: the delivery dies on the page by itself; Retry all dead of the endpoint delivers it", async () => {
+    down = true;
+    const smtp = nodemailer.createTransport({ host: "127.0.0.1", port: stack.smtpPort, ignoreTLS: true });
+    await smtp.sendMail({
+      from: "customer@buyer.example",
+      to: `orders@${DOMAIN}`,
+      subject: "Order 44",
+      text: "Urgent.",
+    });
+    smtp.close();
+    const dead = page.locator('tr[data-status="dead"]');
+    await dead.waitFor({ timeout: 90_000 });
+    await page.getByTestId("dead-count").filter({ hasText: "1" }).waitFor(WAIT);
+    await shots("deliveries-dead");
+    down = false;
+    await page.getByRole("button", { name: "Retry all dead deliveries of endpoint orders hook" }).click();
+    await dead.waitFor({ state: "detached", timeout: 90_000 });
+    await page.getByTestId("dead-count").waitFor({ state: "detached", ...WAIT });
+    const rows = await stack.prisma.delivery.findMany({ where: { accountId: acct.accountId } });
+    await waitFor(
+      async () =>
+        (await stack.prisma.delivery.count({ where: { accountId: acct.accountId, status: "delivered" } })) ===
+        rows.length,
+      { what: "every delivery delivered", timeoutMs: 60_000 },
+    );
+    await page.locator('tr[data-status="delivered"]').nth(2).waitFor({ timeout: 60_000 });
   });
 });
