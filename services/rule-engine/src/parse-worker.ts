@@ -286,4 +286,6 @@ if (parentPort) {
   port.on("message", (req: WorkerRequest) => {
     handle(req).then(({ res, transfer }) => port.postMessage(res, transfer));
   });
+  // Modules loaded: the parent starts a message's deadline only from here (parse.ts).
+  port.postMessage({ ready: true });
 }

@@ -25,7 +25,11 @@ export const DEFAULT_PARSE_LIMITS: ParseLimits = {
 export type ParserOptions = {
   /** Worker threads, i.e. messages parsed at once. */
   threads?: number;
-  /** A parse still running after this long is abandoned (its thread is terminated). */
+  /**
+   * A parse still running after this long is abandoned (its thread is terminated). Counted from the
+   * moment the message reaches a started thread: starting one (loading mailparser) is not parsing,
+   * and takes seconds on a busy machine.
+   */
   timeoutMs?: number;
   /** A thread that parsed a message at least this big is replaced by a fresh one (default 4 MiB). */
   recycleAfterBytes?: number;
@@ -37,7 +41,8 @@ export type Parser = {
   close(): Promise<void>;
 };
 
-type Slot = { worker: Worker | null; busy: boolean };
+/** `started`: resolves once the thread has loaded its modules (true), or failed to (false). */
+type Slot = { worker: Worker | null; started: Promise<boolean> | null; busy: boolean };
 type Settings = { timeoutMs: number; recycleAfterBytes: number; limits: ParseLimits };
 
 // Beside this module: parse-worker.ts under tsx, parse-worker.js in the compiled build (dist/).
@@ -89,7 +94,7 @@ export function createParser(opts: ParserOptions = {}): Parser {
 
 /** `threads` slots, each one message at a time; parse calls beyond them wait their turn in order. */
 function slotPool(threads: number) {
-  const slots: Slot[] = Array.from({ length: threads }, () => ({ worker: null, busy: false }));
+  const slots: Slot[] = Array.from({ length: threads }, () => ({ worker: null, started: null, busy: false }));
   const waiting: (() => void)[] = [];
   return {
     slots,
@@ -112,14 +117,41 @@ function slotPool(threads: number) {
 
 let seq = 0;
 
+/** A thread that has not said it is ready by then is taken for broken. */
+const START_TIMEOUT_MS = 60_000;
+
+/** Starts the slot's thread; `started` resolves when it posts `{ ready: true }` (parse-worker.ts). */
+function startThread(slot: Slot): Worker {
+  const worker = new Worker(WORKER_URL);
+  worker.unref();
+  slot.worker = worker;
+  slot.started = new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      worker.off("message", onReady);
+      worker.off("error", onFail);
+      worker.off("exit", onFail);
+      resolve(ok);
+    };
+    const onReady = (m: { ready?: boolean }) => m.ready === true && done(true);
+    const onFail = () => done(false);
+    const timer = setTimeout(onFail, START_TIMEOUT_MS);
+    worker.on("message", onReady);
+    worker.on("error", onFail);
+    worker.on("exit", onFail);
+  });
+  return worker;
+}
+
 /** One message on the slot's thread (started if it has none), with the deadline. */
-function runOn(slot: Slot, raw: Uint8Array, settings: Settings): Promise<WorkerResponse> {
-  if (!slot.worker) {
-    slot.worker = new Worker(WORKER_URL);
-    slot.worker.unref();
-  }
-  const worker = slot.worker;
+async function runOn(slot: Slot, raw: Uint8Array, settings: Settings): Promise<WorkerResponse> {
+  const worker = slot.worker ?? startThread(slot);
   const id = ++seq;
+  if (!(await slot.started)) {
+    slot.worker = null;
+    void worker.terminate();
+    return { id, ok: false, error: "parser thread failed to start" };
+  }
   return new Promise<WorkerResponse>((resolve) => {
     const cleanup = () => {
       clearTimeout(timer);
