@@ -25,8 +25,6 @@ export type DispatchDeps = {
   slots?: EndpointSlots;
   /** The claim and record statements (batched by the worker); absent: one statement per attempt. */
   store?: AttemptStore;
-  /** How long recording a made attempt is retried while Postgres is unreachable (default 2 min). */
-  recordDeadlineMs?: number;
   /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
   events?: EventPublisher;
   now?: () => Date;
@@ -48,6 +46,7 @@ export type AttemptOutcome =
 const EARLY_TOLERANCE_MS = 500;
 /** A slot lease outlives the longest attempt (30 s timeout + DNS) so a crashed worker frees it. */
 export const SLOT_LEASE_MARGIN_MS = 15_000;
+/** How long recording a made attempt is retried while Postgres is unreachable. */
 const RECORD_DEADLINE_MS = 120_000;
 
 /**
@@ -144,7 +143,7 @@ export async function attemptDelivery(
       finishedAt,
     });
   const recorded = await retryFor(record, {
-    deadlineMs: deps.recordDeadlineMs ?? RECORD_DEADLINE_MS,
+    deadlineMs: RECORD_DEADLINE_MS,
     onRetry: (err, n) =>
       n === 1 && deps.logger.warn({ deliveryId, attempt, err: (err as Error).message }, "recording attempt; retrying"),
   }).finally(() => released);
