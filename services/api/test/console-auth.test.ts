@@ -312,6 +312,26 @@ describe("a member of A reaches nothing of B", () => {
     expect(await bRows()).toBe(before);
   });
 
+  it("the page writes with real bodies (reply, endpoint edit, rule edit, retry all of an endpoint) on B's ids change nothing", async () => {
+    const before = await bRows();
+    const outboundBefore = await stack.prisma.email.count({ where: { direction: "outbound" } });
+    const calls: [string, string, unknown, number[]][] = [
+      ["POST", `/console/api/emails/${fb.emailId}/reply`, { text: "not yours" }, [404]],
+      ["PATCH", `/console/api/endpoints/${fb.endpointId}`, { name: "mine now", url: "http://127.0.0.1:9/x" }, [404]],
+      ["PATCH", `/console/api/shield-rules/${fb.ruleId}`, { name: "mine now" }, [404]],
+      // A filter over A's own deliveries: it matches none (B's dead delivery stays dead: bRows below).
+      ["POST", "/console/api/deliveries/retry", { endpointId: fb.endpointId }, [200]],
+      ["GET", `/console/api/threads/${fb.threadId}`, undefined, [404]],
+    ];
+    for (const [method, path, body, statuses] of calls) {
+      const r = await c.call(method, path, body);
+      expect([method, path, statuses.includes(r.status)]).toEqual([method, path, true]);
+      if (r.status === 200) expect(r.body).toEqual({ retried: 0 });
+    }
+    expect(await bRows()).toBe(before);
+    expect(await stack.prisma.email.count({ where: { direction: "outbound" } })).toBe(outboundBefore);
+  });
+
   it("lists and the overview show only A's rows", async () => {
     const lists = routes.filter((r) => r.method === "GET" && !r.path.includes(":") && !r.path.endsWith("/events"));
     expect(lists.length).toBeGreaterThanOrEqual(8);
