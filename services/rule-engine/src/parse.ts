@@ -135,7 +135,8 @@ function startThread(slot: Slot): Worker {
     };
     const onReady = (m: { ready?: boolean }) => m.ready === true && done(true);
     const onFail = () => done(false);
-    const timer = setTimeout(onFail, START_TIMEOUT_MS);
+    // Does not hold the process open by itself: the thread is unref'd too.
+    const timer = setTimeout(onFail, START_TIMEOUT_MS).unref();
     worker.on("message", onReady);
     worker.on("error", onFail);
     worker.on("exit", onFail);
