@@ -58,6 +58,15 @@ afterAll(async () => {
   await dns?.close();
 });
 
+/** The browser's document, as far as these checks use it (this file compiles without the DOM library). */
+type El = {
+  id: string;
+  textContent: string | null;
+  getAttribute(name: string): string | null;
+  closest(sel: string): El | null;
+};
+type Doc = { activeElement: El | null };
+
 /** The page at 1280 px, then at 390 px (no sideways scrolling), then back. */
 async function shots(name: string) {
   await ui.shot(`new-user-${name}`);
@@ -72,12 +81,37 @@ async function shots(name: string) {
 }
 
 describe("a new member, console only, from sign-in to a delivered webhook", () => {
-  it("adds a domain; Verify now reports each missing record, then verifies once DNS has them", async () => {
-    await ui.signIn("first@newcomer.example.com", PASSWORD);
-    await page.getByRole("link", { name: "Domains" }).click();
+  it("signs in and adds a domain with the keyboard alone", async () => {
+    await page.goto(`${stack.apiUrl}/console/`);
+    await page.getByRole("button", { name: "Sign in" }).waitFor(WAIT);
+    const focused = () =>
+      page.evaluate(() => (globalThis as unknown as { document: Doc }).document.activeElement?.id ?? "");
+    const focusedLabel = () =>
+      page.evaluate(() => {
+        const el = (globalThis as unknown as { document: Doc }).document.activeElement;
+        return (
+          el?.getAttribute("aria-label") ?? el?.closest("label")?.textContent?.trim() ?? el?.textContent?.trim() ?? ""
+        );
+      });
+    await page.keyboard.press("Tab");
+    expect(await focusedLabel()).toBe("Email");
+    await page.keyboard.type("first@newcomer.example.com");
+    await page.keyboard.press("Tab");
+    expect(await focusedLabel()).toBe("Password");
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press("Enter");
+    await page.getByRole("button", { name: "Sign out" }).waitFor(WAIT);
+    // Tab to the Domains link of the navigation and follow it with Enter.
+    for (let i = 0; i < 20 && (await focusedLabel()) !== "Domains"; i++) await page.keyboard.press("Tab");
+    await page.keyboard.press("Enter");
     await page.getByText("No domains yet").waitFor(WAIT);
-    await page.getByLabel("Domain", { exact: true }).fill(DOMAIN);
-    await page.getByRole("button", { name: "Add domain" }).click();
+    for (let i = 0; i < 20 && (await focused()) !== "new-domain"; i++) await page.keyboard.press("Tab");
+    await page.keyboard.type(DOMAIN);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: DOMAIN }).waitFor(WAIT);
+  });
+
+  it("Verify now reports each missing record, then verifies once DNS has them", async () => {
     const card = page.locator("article", { has: page.getByRole("heading", { name: DOMAIN }) });
     await card.getByRole("button", { name: "Verify now" }).click();
     // Nothing published yet: every record is reported missing, the domain stays pending.
