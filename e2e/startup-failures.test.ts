@@ -96,7 +96,9 @@ describe("an invalid setting", () => {
 describe("the development CURSOR_SECRET", () => {
   test("the API refuses it with NODE_ENV=production, naming the variable; a set one starts", async () => {
     const refused = await runToExit("api", { ...deps(), NODE_ENV: "production", API_PORT: "0" });
-    expect(fatalLine(refused)).toMatch(/^invalid environment: CURSOR_SECRET: the development default .* refused with NODE_ENV=production/);
+    expect(fatalLine(refused)).toMatch(
+      /^invalid environment: CURSOR_SECRET: the development default .* refused with NODE_ENV=production/,
+    );
     expect(refused.lines).toHaveLength(1);
     // With a value of its own it gets past the environment check (and fails later on the closed
     // database port, which proves it started with that environment).
