@@ -173,6 +173,9 @@ describe("console in chromium", () => {
       where: { accountId: acct.accountId, name: "console hook" },
     });
     expect(a).toMatchObject({ active: false, endpointId: ep.id });
+    // The catch-all turned on in the domains test is listed with where it goes.
+    const catchAll = page.getByRole("list", { name: "Catch-all domains" });
+    expect((await catchAll.textContent())?.replace(/\s+/g, " ")).toContain("*@journey.example.com → store only");
     await shot("inboxes");
   });
 

@@ -1,6 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { type Address, ApiError, api, type Domain, type Endpoint, type Page } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, TableHead, TextField } from "../components.tsx";
+import { navigate } from "../router.ts";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 
 /** Inboxes: addresses on the account's domains, routed to an endpoint or stored only; on/off. */
@@ -126,6 +127,41 @@ export function Inboxes() {
             })}
           </tbody>
         </table>
+      )}
+      <CatchAlls domains={domains.data} endpointName={endpointName} />
+    </section>
+  );
+}
+
+/** The domains' catch-alls (any other address of the domain), set on the Domains page. */
+function CatchAlls(props: { domains: Domain[]; endpointName: (id: string | null) => string }) {
+  const on = props.domains.filter((d) => d.catchAll.enabled);
+  return (
+    <section aria-labelledby="catch-all-title">
+      <h2 id="catch-all-title">Catch-all</h2>
+      {on.length === 0 ? (
+        <p className="muted">
+          Only the addresses above receive mail. To receive mail to any other address of a domain, turn on its catch-all
+          on the{" "}
+          <a
+            href="/console/domains"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate("/domains");
+            }}
+          >
+            Domains
+          </a>{" "}
+          page.
+        </p>
+      ) : (
+        <ul aria-label="Catch-all domains">
+          {on.map((d) => (
+            <li key={d.id}>
+              <span className="mono">*@{d.domain}</span> → {props.endpointName(d.catchAll.endpointId)}
+            </li>
+          ))}
+        </ul>
       )}
     </section>
   );
