@@ -9,73 +9,142 @@ const STATUSES = ["", "dead", "retrying", "pending", "delivered"] as const;
 // A new message makes new deliveries; the dispatcher's outcomes change their status.
 const DELIVERY_EVENTS = ["email.received", "delivery.succeeded", "delivery.dead"] as const;
 
-/** Deliveries, newest first: dead ones highlighted, retry one, or all dead ones of an endpoint. */
+type Act = (work: () => Promise<unknown>) => Promise<void>;
+
+function Filters(props: {
+  status: string;
+  setStatus: (s: string) => void;
+  endpointId: string;
+  setEndpointId: (id: string) => void;
+  endpoints: Endpoint[];
+}) {
+  return (
+    <>
+      <label>
+        Status{" "}
+        <select value={props.status} onChange={(e) => props.setStatus(e.target.value)}>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s || "all"}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Endpoint{" "}
+        <select value={props.endpointId} onChange={(e) => props.setEndpointId(e.target.value)}>
+          <option value="">all</option>
+          {props.endpoints.map((ep) => (
+            <option key={ep.id} value={ep.id}>
+              {ep.name}
+            </option>
+          ))}
+        </select>
+      </label>
+    </>
+  );
+}
+
+/** "Retry all dead" (more than one endpoint has dead ones) and one per endpoint with dead ones. */
+function RetryAll({ rows, act, endpointName }: { rows: Delivery[]; act: Act; endpointName: (id: string) => string }) {
+  const deadEndpoints = [...new Set(rows.filter((d) => d.status === "dead").map((d) => d.endpointId))];
+  return (
+    <>
+      {deadEndpoints.length > 1 && (
+        <Button kind="danger" onClick={() => act(() => api("POST", "/deliveries/retry", {}))}>
+          Retry all dead
+        </Button>
+      )}
+      {deadEndpoints.map((ep) => (
+        <Button
+          key={ep}
+          kind="danger"
+          onClick={() => act(() => api("POST", "/deliveries/retry", { endpointId: ep }))}
+          label={`Retry all dead deliveries of endpoint ${endpointName(ep)}`}
+        >
+          Retry all dead · {endpointName(ep)}
+        </Button>
+      ))}
+    </>
+  );
+}
+
+function DeliveryRow(props: {
+  d: Delivery;
+  open: boolean;
+  toggle: () => void;
+  act: Act;
+  endpointName: (id: string) => string;
+}) {
+  const { d } = props;
+  return (
+    <Fragment>
+      <tr className={d.status === "dead" ? "dead" : undefined} data-status={d.status}>
+        <td>
+          <span className={`badge ${d.status}`}>{d.status}</span>
+        </td>
+        <td className="mono">{d.id}</td>
+        <td title={d.endpointId}>{props.endpointName(d.endpointId)}</td>
+        <td>
+          <button
+            type="button"
+            className="link"
+            aria-expanded={props.open}
+            aria-label={`Attempts of ${d.id}: ${d.attemptCount} of ${d.maxAttempts}`}
+            onClick={props.toggle}
+          >
+            {d.attemptCount} / {d.maxAttempts}
+          </button>
+        </td>
+        <td>{d.lastError ?? (d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—")}</td>
+        <td>{when(d.createdAt)}</td>
+        <td>
+          {(d.status === "dead" || d.status === "delivered") && (
+            <Button
+              kind={d.status === "dead" ? "primary" : "plain"}
+              onClick={() => props.act(() => api("POST", `/deliveries/${d.id}/retry`))}
+              label={`Retry delivery ${d.id}`}
+            >
+              Retry
+            </Button>
+          )}
+        </td>
+      </tr>
+      {props.open && (
+        <tr className="details">
+          <td colSpan={7}>
+            <Attempts deliveryId={d.id} />
+          </td>
+        </tr>
+      )}
+    </Fragment>
+  );
+}
+
+/** Deliveries, newest first, following events live: dead ones highlighted, retry one, or all dead ones of an endpoint. */
 export function Deliveries({ onChanged }: { onChanged: () => void }) {
   const [status, setStatus] = useState<string>(() => new URLSearchParams(window.location.search).get("status") ?? "");
   const [endpointId, setEndpointId] = useState("");
   const [open, setOpen] = useState<string>();
   const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
   const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
-  const list = useAsync(
-    () =>
-      api<Page<Delivery>>(
-        "GET",
-        `/deliveries?limit=100${status ? `&status=${status}` : ""}${endpointId ? `&endpointId=${endpointId}` : ""}`,
-      ),
-    [status, endpointId],
-  );
-  const live = useLive(DELIVERY_EVENTS, () => {
-    void list.reload();
-    onChanged();
-  });
-  const { error, act } = useAction(async () => {
+  const query = `limit=100${status ? `&status=${status}` : ""}${endpointId ? `&endpointId=${endpointId}` : ""}`;
+  const list = useAsync(() => api<Page<Delivery>>("GET", `/deliveries?${query}`), [query]);
+  const refresh = async () => {
     await list.reload();
     onChanged();
-  });
+  };
+  const live = useLive(DELIVERY_EVENTS, () => void refresh());
+  const { error, act } = useAction(refresh);
   const rows = list.data?.data ?? [];
-  const deadEndpoints = [...new Set(rows.filter((d) => d.status === "dead").map((d) => d.endpointId))];
   return (
     <section aria-labelledby="deliveries-title">
       <h1 id="deliveries-title">
         Deliveries <LiveBadge state={live} />
       </h1>
       <div className="toolbar">
-        <label>
-          Status{" "}
-          <select value={status} onChange={(e) => setStatus(e.target.value)}>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s || "all"}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Endpoint{" "}
-          <select value={endpointId} onChange={(e) => setEndpointId(e.target.value)}>
-            <option value="">all</option>
-            {endpoints.data?.data.map((ep) => (
-              <option key={ep.id} value={ep.id}>
-                {ep.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        {deadEndpoints.length > 1 && (
-          <Button kind="danger" onClick={() => act(() => api("POST", "/deliveries/retry", {}))}>
-            Retry all dead
-          </Button>
-        )}
-        {deadEndpoints.map((ep) => (
-          <Button
-            key={ep}
-            kind="danger"
-            onClick={() => act(() => api("POST", "/deliveries/retry", { endpointId: ep }))}
-            label={`Retry all dead deliveries of endpoint ${endpointName(ep)}`}
-          >
-            Retry all dead · {endpointName(ep)}
-          </Button>
-        ))}
+        <Filters {...{ status, setStatus, endpointId, setEndpointId }} endpoints={endpoints.data?.data ?? []} />
+        <RetryAll rows={rows} act={act} endpointName={endpointName} />
       </div>
       <ErrorNote message={error ?? list.error} />
       {list.loading && !list.data ? (
@@ -89,46 +158,14 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
           <TableHead columns={["Status", "Delivery", "Endpoint", "Attempts", "Last result", "Created"]} actions />
           <tbody>
             {rows.map((d) => (
-              <Fragment key={d.id}>
-                <tr className={d.status === "dead" ? "dead" : undefined} data-status={d.status}>
-                  <td>
-                    <span className={`badge ${d.status}`}>{d.status}</span>
-                  </td>
-                  <td className="mono">{d.id}</td>
-                  <td title={d.endpointId}>{endpointName(d.endpointId)}</td>
-                  <td>
-                    <button
-                      type="button"
-                      className="link"
-                      aria-expanded={open === d.id}
-                      aria-label={`Attempts of ${d.id}: ${d.attemptCount} of ${d.maxAttempts}`}
-                      onClick={() => setOpen(open === d.id ? undefined : d.id)}
-                    >
-                      {d.attemptCount} / {d.maxAttempts}
-                    </button>
-                  </td>
-                  <td>{d.lastError ?? (d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "—")}</td>
-                  <td>{when(d.createdAt)}</td>
-                  <td>
-                    {(d.status === "dead" || d.status === "delivered") && (
-                      <Button
-                        kind={d.status === "dead" ? "primary" : "plain"}
-                        onClick={() => act(() => api("POST", `/deliveries/${d.id}/retry`))}
-                        label={`Retry delivery ${d.id}`}
-                      >
-                        Retry
-                      </Button>
-                    )}
-                  </td>
-                </tr>
-                {open === d.id && (
-                  <tr className="details">
-                    <td colSpan={7}>
-                      <Attempts deliveryId={d.id} />
-                    </td>
-                  </tr>
-                )}
-              </Fragment>
+              <DeliveryRow
+                key={d.id}
+                d={d}
+                open={open === d.id}
+                toggle={() => setOpen(open === d.id ? undefined : d.id)}
+                act={act}
+                endpointName={endpointName}
+              />
             ))}
           </tbody>
         </table>

@@ -24,6 +24,64 @@ function TestOutcome({ r }: { r: TestResult }) {
   );
 }
 
+/** One endpoint: send a test (its outcome below), rotate the secret, pause/resume, edit. */
+function EndpointCard(props: {
+  ep: Endpoint;
+  act: (work: () => Promise<unknown>) => Promise<void>;
+  onSecret: (secret: string) => void;
+  reload: () => Promise<unknown>;
+}) {
+  const { ep, act } = props;
+  const [test, setTest] = useState<TestResult>();
+  const [editing, setEditing] = useState(false);
+  return (
+    <article className="card domain" aria-label={`Endpoint ${ep.name}`}>
+      <header className="domain-head">
+        <h2>{ep.name}</h2>
+        <span className="badge">{ep.type}</span>
+        <span className={`badge ${ep.active ? "delivered" : "retrying"}`}>{ep.active ? "active" : "paused"}</span>
+        <span className="mono small">{ep.url}</span>
+      </header>
+      <div className="toolbar">
+        <Button
+          kind="primary"
+          onClick={() => act(async () => setTest(await api<TestResult>("POST", `/endpoints/${ep.id}/test`)))}
+        >
+          Send test
+        </Button>
+        {ep.type === "webhook" && (
+          <Button
+            onClick={() =>
+              act(async () =>
+                props.onSecret((await api<{ secret: string }>("POST", `/endpoints/${ep.id}/rotate-secret`)).secret),
+              )
+            }
+          >
+            Rotate secret
+          </Button>
+        )}
+        <Button onClick={() => act(() => api("PATCH", `/endpoints/${ep.id}`, { active: !ep.active }))}>
+          {ep.active ? "Pause" : "Resume"}
+        </Button>
+        <button type="button" className="btn" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+          Edit
+        </button>
+      </div>
+      {editing && (
+        <EndpointEdit
+          ep={ep}
+          onCancel={() => setEditing(false)}
+          onSaved={() => {
+            setEditing(false);
+            void props.reload();
+          }}
+        />
+      )}
+      {test && <TestOutcome r={test} />}
+    </article>
+  );
+}
+
 /** Endpoints: create (secret shown once), send a test, rotate the secret, pause and resume. */
 export function Endpoints() {
   const list = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
@@ -31,8 +89,6 @@ export function Endpoints() {
   const [name, setName] = useState("");
   const [type, setType] = useState("webhook");
   const [secret, setSecret] = useState<string>();
-  const [tests, setTests] = useState<Record<string, TestResult>>({});
-  const [editing, setEditing] = useState<string>();
   const { busy, error, run } = useSubmit();
   const field = error instanceof ApiError ? error.field : undefined;
   const create = (e: FormEvent) => {
@@ -93,62 +149,7 @@ export function Endpoints() {
           to it.
         </Empty>
       ) : (
-        endpoints.map((ep) => (
-          <article key={ep.id} className="card domain" aria-label={`Endpoint ${ep.name}`}>
-            <header className="domain-head">
-              <h2>{ep.name}</h2>
-              <span className="badge">{ep.type}</span>
-              <span className={`badge ${ep.active ? "delivered" : "retrying"}`}>{ep.active ? "active" : "paused"}</span>
-              <span className="mono small">{ep.url}</span>
-            </header>
-            <div className="toolbar">
-              <Button
-                kind="primary"
-                onClick={() =>
-                  act(async () => {
-                    const r = await api<TestResult>("POST", `/endpoints/${ep.id}/test`);
-                    setTests((t) => ({ ...t, [ep.id]: r }));
-                  })
-                }
-              >
-                Send test
-              </Button>
-              {ep.type === "webhook" && (
-                <Button
-                  onClick={() =>
-                    act(async () =>
-                      setSecret((await api<{ secret: string }>("POST", `/endpoints/${ep.id}/rotate-secret`)).secret),
-                    )
-                  }
-                >
-                  Rotate secret
-                </Button>
-              )}
-              <Button onClick={() => act(() => api("PATCH", `/endpoints/${ep.id}`, { active: !ep.active }))}>
-                {ep.active ? "Pause" : "Resume"}
-              </Button>
-              <button
-                type="button"
-                className="btn"
-                aria-expanded={editing === ep.id}
-                onClick={() => setEditing(editing === ep.id ? undefined : ep.id)}
-              >
-                Edit
-              </button>
-            </div>
-            {editing === ep.id && (
-              <EndpointEdit
-                ep={ep}
-                onCancel={() => setEditing(undefined)}
-                onSaved={() => {
-                  setEditing(undefined);
-                  void list.reload();
-                }}
-              />
-            )}
-            {tests[ep.id] && <TestOutcome r={tests[ep.id] as TestResult} />}
-          </article>
-        ))
+        endpoints.map((ep) => <EndpointCard key={ep.id} ep={ep} act={act} onSecret={setSecret} reload={list.reload} />)
       )}
     </section>
   );

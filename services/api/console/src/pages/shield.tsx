@@ -1,4 +1,4 @@
-import { Fragment, useState } from "react";
+import { useState } from "react";
 import {
   type Address,
   api,
@@ -9,21 +9,10 @@ import {
   type Page,
   type ShieldRule,
 } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, TableHead, TextAreaField, TextField, when } from "../components.tsx";
+import { Empty, ErrorNote, Loading, TableHead, TextAreaField, TextField, when } from "../components.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 import { RuleBuilder, type RuleTargets } from "./shield-builder.tsx";
-
-const describe = (r: ShieldRule) =>
-  r.conditions.map((c) => `${c.field} ${c.operator}${c.value === undefined ? "" : ` "${c.value}"`}`).join(" and ") ||
-  "—";
-
-/** The new order with rule `i` moved one place up (-1) or down (+1); POST /shield-rules/reorder takes it. */
-function moved(rules: ShieldRule[], i: number, by: -1 | 1): string[] {
-  const ids = rules.map((r) => r.id);
-  const j = i + by;
-  [ids[i], ids[j]] = [ids[j] as string, ids[i] as string];
-  return ids;
-}
+import { RulesTable } from "./shield-rules-table.tsx";
 
 function DryRunForm() {
   const [raw, setRaw] = useState("");
@@ -157,7 +146,6 @@ export function Shield() {
     ]),
   );
   const { error: actionError, act } = useAction(data.reload);
-  const [editing, setEditing] = useState<string>();
   const [list, endpoints, domains, addresses] = data.data ?? [];
   const rules = list?.data ?? [];
   const targets: RuleTargets = {
@@ -165,18 +153,6 @@ export function Shield() {
     domains: domains?.data ?? [],
     addresses: addresses?.data ?? [],
   };
-  const where = (r: ShieldRule) =>
-    r.addressId
-      ? (targets.addresses.find((a) => a.id === r.addressId)?.address ?? r.addressId)
-      : r.domainId
-        ? (targets.domains.find((d) => d.id === r.domainId)?.domain ?? r.domainId)
-        : "";
-  const routes = (r: ShieldRule) =>
-    r.action !== "route"
-      ? ""
-      : r.endpointIds.length === 0
-        ? " → quarantine"
-        : ` → ${r.endpointIds.map((id) => targets.endpoints.find((e) => e.id === id)?.name ?? id).join(", ")}`;
   return (
     <section className="stack" aria-labelledby="shield-title">
       <h1 id="shield-title">Shield rules</h1>
@@ -189,87 +165,7 @@ export function Shield() {
           Every message is delivered. Add a rule above to block, route or always allow mail that matches its conditions.
         </Empty>
       ) : (
-        <table className="table" aria-label="Rules in evaluation order">
-          <TableHead columns={["#", "Name", "Conditions", "Action", "Status"]} actions />
-          <tbody>
-            {rules.map((r, i) => (
-              <Fragment key={r.id}>
-                <tr className={r.enabled ? undefined : "revoked"}>
-                  <td>{r.priority}</td>
-                  <td>{r.name}</td>
-                  <td className="mono small">{describe(r)}</td>
-                  <td>
-                    <span className="badge">{r.action}</span>
-                    <span className="muted small">{routes(r)}</span>
-                    {r.scope !== "account" && <span className="muted small"> (only {where(r)})</span>}
-                  </td>
-                  <td>
-                    <span className={`badge ${r.enabled ? "delivered" : "retrying"}`}>
-                      {r.enabled ? "enabled" : "disabled"}
-                    </span>
-                  </td>
-                  <td>
-                    <div className="badges">
-                      {i > 0 && (
-                        <Button
-                          label={`Move ${r.name} up`}
-                          onClick={() => act(() => api("POST", "/shield-rules/reorder", { ids: moved(rules, i, -1) }))}
-                        >
-                          ↑
-                        </Button>
-                      )}
-                      {i < rules.length - 1 && (
-                        <Button
-                          label={`Move ${r.name} down`}
-                          onClick={() => act(() => api("POST", "/shield-rules/reorder", { ids: moved(rules, i, 1) }))}
-                        >
-                          ↓
-                        </Button>
-                      )}
-                      <Button
-                        label={`${r.enabled ? "Disable" : "Enable"} ${r.name}`}
-                        onClick={() => act(() => api("PATCH", `/shield-rules/${r.id}`, { enabled: !r.enabled }))}
-                      >
-                        {r.enabled ? "Disable" : "Enable"}
-                      </Button>
-                      <button
-                        type="button"
-                        className="btn"
-                        aria-label={`Edit ${r.name}`}
-                        aria-expanded={editing === r.id}
-                        onClick={() => setEditing(editing === r.id ? undefined : r.id)}
-                      >
-                        Edit
-                      </button>
-                      <Button
-                        kind="danger"
-                        label={`Delete ${r.name}`}
-                        onClick={() => act(() => api("DELETE", `/shield-rules/${r.id}`))}
-                      >
-                        Delete
-                      </Button>
-                    </div>
-                  </td>
-                </tr>
-                {editing === r.id && (
-                  <tr className="details">
-                    <td colSpan={6}>
-                      <RuleBuilder
-                        targets={targets}
-                        rule={r}
-                        onCancel={() => setEditing(undefined)}
-                        onSaved={async () => {
-                          setEditing(undefined);
-                          await data.reload();
-                        }}
-                      />
-                    </td>
-                  </tr>
-                )}
-              </Fragment>
-            ))}
-          </tbody>
-        </table>
+        <RulesTable rules={rules} targets={targets} act={act} reload={data.reload} />
       )}
       <DryRunForm />
       <BlockLog />
