@@ -177,3 +177,14 @@ export function TextAreaField(props: {
     </div>
   );
 }
+
+/** One <option> per endpoint (value: its id, text: its name), for every "goes to" select. */
+export const EndpointOptions = ({ endpoints }: { endpoints: { id: string; name: string }[] }) => (
+  <>
+    {endpoints.map((ep) => (
+      <option key={ep.id} value={ep.id}>
+        {ep.name}
+      </option>
+    ))}
+  </>
+);

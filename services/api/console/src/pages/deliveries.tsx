@@ -1,6 +1,6 @@
 import { Fragment, useState } from "react";
 import { api, type Delivery, type Endpoint, type Page } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, TableHead, when } from "../components.tsx";
+import { Button, Empty, EndpointOptions, ErrorNote, Loading, TableHead, when } from "../components.tsx";
 import { LiveBadge, useLive } from "../live.tsx";
 import { useAction, useAsync } from "../use-async.ts";
 import { Attempts } from "./attempts.tsx";
@@ -34,11 +34,7 @@ function Filters(props: {
         Endpoint{" "}
         <select value={props.endpointId} onChange={(e) => props.setEndpointId(e.target.value)}>
           <option value="">all</option>
-          {props.endpoints.map((ep) => (
-            <option key={ep.id} value={ep.id}>
-              {ep.name}
-            </option>
-          ))}
+          <EndpointOptions endpoints={props.endpoints} />
         </select>
       </label>
     </>

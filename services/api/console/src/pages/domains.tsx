@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { api, type Domain, type Endpoint, type Page, type RecordCheck } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, TableHead, TextField, when } from "../components.tsx";
+import { Button, Empty, EndpointOptions, ErrorNote, Loading, TableHead, TextField, when } from "../components.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 
 /** A DNS value with a button that copies exactly what the record needs (without the MX priority). */
@@ -105,11 +105,7 @@ function DomainCard(props: { domain: Domain; endpoints: Endpoint[]; onChanged: (
             onChange={(e) => setCatchAll(true, e.target.value || null)}
           >
             <option value="">store only</option>
-            {props.endpoints.map((ep) => (
-              <option key={ep.id} value={ep.id}>
-                {ep.name}
-              </option>
-            ))}
+            <EndpointOptions endpoints={props.endpoints} />
           </select>
         </label>
       </div>

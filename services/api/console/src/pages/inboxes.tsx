@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { type Address, ApiError, api, type Domain, type Endpoint, type Page } from "../api.ts";
-import { Button, Empty, ErrorNote, Loading, TableHead, TextField } from "../components.tsx";
+import { Button, Empty, EndpointOptions, ErrorNote, Loading, TableHead, TextField } from "../components.tsx";
 import { navigate } from "../router.ts";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 
@@ -68,11 +68,7 @@ export function Inboxes() {
             <label htmlFor="inbox-endpoint">Deliver to</label>
             <select id="inbox-endpoint" value={endpointId} onChange={(e) => setEndpointId(e.target.value)}>
               <option value="">store only</option>
-              {endpoints.data.map((ep) => (
-                <option key={ep.id} value={ep.id}>
-                  {ep.name}
-                </option>
-              ))}
+              <EndpointOptions endpoints={endpoints.data} />
             </select>
           </div>
           <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
@@ -102,11 +98,7 @@ export function Inboxes() {
                       }
                     >
                       <option value="">store only</option>
-                      {endpoints.data.map((ep) => (
-                        <option key={ep.id} value={ep.id}>
-                          {endpointName(ep.id)}
-                        </option>
-                      ))}
+                      <EndpointOptions endpoints={endpoints.data} />
                     </select>
                   </td>
                   <td>
