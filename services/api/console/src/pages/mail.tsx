@@ -11,8 +11,9 @@ type Filters = { q: string; from: string; direction: "" | "inbound" | "outbound"
 const NONE: Filters = { q: "", from: "", direction: "" };
 
 /** The REST query of GET /emails for these filters (only the ones set). */
-function queryOf(f: Filters): string {
+function queryOf(f: Filters, cursor?: string): string {
   const p = new URLSearchParams({ limit: "50" });
+  if (cursor) p.set("cursor", cursor);
   if (f.q) p.set("q", f.q);
   if (f.from) p.set("from", f.from);
   if (f.direction) p.set("direction", f.direction);
@@ -90,19 +91,27 @@ function MailTable({ rows, onOpen }: { rows: EmailSummary[]; onOpen: (id: string
 export function Mail() {
   const [filters, setFilters] = useState<Filters>(NONE);
   const [open, setOpen] = useState<string>();
-  const query = queryOf(filters);
+  // Older pages: the cursors followed so far (the API's nextCursor); empty on the newest page.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const query = queryOf(filters, cursors.at(-1));
   const list = useAsync(() => api<Page<EmailSummary>>("GET", `/emails?${query}`), [query]);
   // New mail appears without a reload: each email.received event of the account asks the list again.
   const live = useLive(MAIL_EVENTS, () => void list.reload());
   if (open) return <Message id={open} onClose={() => setOpen(undefined)} onOpen={setOpen} />;
   const rows = list.data?.data ?? [];
-  const filtered = query !== queryOf(NONE);
+  const filtered = queryOf(filters) !== queryOf(NONE);
+  const next = list.data?.nextCursor;
   return (
     <section aria-labelledby="mail-title">
       <h1 id="mail-title">
         Mail <LiveBadge state={live} />
       </h1>
-      <FilterForm onApply={setFilters} />
+      <FilterForm
+        onApply={(f) => {
+          setCursors([]);
+          setFilters(f);
+        }}
+      />
       <ErrorNote message={list.error} />
       {list.loading && !list.data ? (
         <Loading />
@@ -115,6 +124,18 @@ export function Mail() {
       ) : (
         <MailTable rows={rows} onOpen={setOpen} />
       )}
+      <div className="toolbar">
+        {cursors.length > 0 && (
+          <button type="button" className="btn" onClick={() => setCursors([])}>
+            Newest
+          </button>
+        )}
+        {next && (
+          <button type="button" className="btn" disabled={list.loading} onClick={() => setCursors([...cursors, next])}>
+            {list.loading ? "Loading…" : "Older"}
+          </button>
+        )}
+      </div>
     </section>
   );
 }

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { newId } from "@mailroom/db";
+import type { Page } from "playwright-core";
+import { createMember } from "../services/api/test/console-helpers.ts";
+import { seedEmail } from "../services/api/test/helpers.ts";
+import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
+import { type Stack, startStack, type TestAccount } from "./stack.ts";
+
+/**
+ * Long lists in the console (issue 17): Mail shows 50 at a time with "Older"/"Newest" (the API's
+ * cursor), the sender and direction filters narrow it, and the block log pages 25 at a time.
+ * 60 emails and 30 block records are seeded in Postgres, one minute apart, so the order is known.
+ */
+const PASSWORD = "a long enough password";
+let stack: Stack;
+let acct: TestAccount;
+let ui: ConsoleBrowser;
+let page: Page;
+const minutesAgo = (n: number) => new Date(Date.now() - n * 60_000);
+
+beforeAll(async () => {
+  stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
+  acct = await stack.account();
+  // mail 1 is the oldest, mail 60 the newest; every tenth is from boss@ and sent by us (outbound).
+  for (let i = 1; i <= 60; i++) {
+    await seedEmail(stack.prisma, acct.accountId, {
+      subject: `mail ${i}`,
+      fromAddress: i % 10 === 0 ? "boss@paging.example" : `sender${i}@paging.example`,
+      direction: i % 10 === 0 ? "outbound" : "inbound",
+      receivedAt: minutesAgo(61 - i),
+    });
+  }
+  for (let i = 1; i <= 30; i++) {
+    await stack.prisma.blockRecord.create({
+      data: {
+        id: newId("block"),
+        accountId: acct.accountId,
+        ruleId: null,
+        ruleName: "spam",
+        sender: `spammer${i}@bad.example`,
+        recipient: "info@paging.example",
+        subject: `blocked ${i}`,
+        receivedAt: minutesAgo(31 - i),
+      },
+    });
+  }
+  await createMember(stack, acct.accountId, "pager@paging.example", PASSWORD);
+  ui = await openConsole(stack.apiUrl);
+  page = ui.page;
+  await ui.signIn("pager@paging.example", PASSWORD);
+}, 120_000);
+afterAll(async () => {
+  await ui?.browser.close();
+  await stack?.close();
+});
+
+const subjects = () => page.locator("tbody tr td:nth-child(2) button").allTextContents();
+
+describe("console paging and filters", () => {
+  it("Mail: the newest 50, then Older shows the other 10, Newest goes back", async () => {
+    await page.getByRole("link", { name: "Mail" }).click();
+    await page.getByRole("button", { name: "mail 60" }).waitFor(WAIT);
+    const first = await subjects();
+    expect(first).toHaveLength(50);
+    expect(first[0]).toBe("mail 60");
+    expect(first.at(-1)).toBe("mail 11");
+    await page.getByRole("button", { name: "Older" }).click();
+    await page.getByRole("button", { name: "mail 10", exact: true }).waitFor(WAIT);
+    expect(await subjects()).toEqual(Array.from({ length: 10 }, (_, i) => `mail ${10 - i}`));
+    expect(await page.getByRole("button", { name: "Older" }).count()).toBe(0);
+    await ui.shot("mail-older");
+    await page.getByRole("button", { name: "Newest" }).click();
+    await page.getByRole("button", { name: "mail 60" }).waitFor(WAIT);
+  });
+
+  it("Mail: the sender and direction filters narrow the list", async () => {
+    await page.getByLabel("Sender").fill("boss@");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await page.getByRole("button", { name: "mail 11" }).waitFor({ state: "detached", ...WAIT });
+    expect(await subjects()).toEqual(["mail 60", "mail 50", "mail 40", "mail 30", "mail 20", "mail 10"]);
+    await page.getByLabel("Sender").fill("");
+    await page.getByLabel("Direction").selectOption("inbound");
+    await page.getByRole("button", { name: "Search", exact: true }).click();
+    await page.getByRole("button", { name: "mail 59" }).waitFor(WAIT);
+    const inbound = await subjects();
+    expect(inbound).toHaveLength(50);
+    expect(inbound.some((s) => Number(s.split(" ")[1]) % 10 === 0)).toBe(false);
+    await ui.shot("mail-filtered");
+  });
+
+  it("Shield: the block log shows 25, Older the other 5", async () => {
+    await page.getByRole("link", { name: "Shield rules" }).click();
+    const log = page.getByRole("table", { name: "Block log" });
+    await log.getByText("spammer30@bad.example").waitFor(WAIT);
+    expect(await log.locator("tbody tr").count()).toBe(25);
+    await page.getByRole("button", { name: "Older" }).click();
+    await log.getByText("spammer5@bad.example", { exact: true }).waitFor(WAIT);
+    expect(await log.locator("tbody tr").count()).toBe(5);
+    expect(await log.getByText("spammer30@bad.example").count()).toBe(0);
+    await ui.shot("shield-block-log-older");
+  });
+});
