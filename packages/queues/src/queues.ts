@@ -40,6 +40,9 @@ export async function enqueueBulk<K extends QueueKey>(
   const def = catalog[key];
   if (queue.name !== def.name) throw new Error(`queue ${queue.name} is not the ${def.name} queue`);
   if (jobs.length === 0) return [];
+  // One job: a plain add, without building a pipeline (the one-connection case of the ingest).
+  const [only] = jobs;
+  if (jobs.length === 1 && only) return [await queue.add(def.name, def.schema.parse(only.payload), only.options)];
   return queue.addBulk(jobs.map((j) => ({ name: def.name, data: def.schema.parse(j.payload), opts: j.options })));
 }
 
