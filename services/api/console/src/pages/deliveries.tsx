@@ -137,6 +137,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
     <section aria-labelledby="deliveries-title">
       <h1 id="deliveries-title">
         Deliveries <LiveBadge state={live} />
+        {list.loading && list.data && <span className="muted small updating"> updating…</span>}
       </h1>
       <div className="toolbar">
         <Filters {...{ status, setStatus, endpointId, setEndpointId }} endpoints={endpoints.data?.data ?? []} />

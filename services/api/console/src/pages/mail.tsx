@@ -105,6 +105,7 @@ export function Mail() {
     <section aria-labelledby="mail-title">
       <h1 id="mail-title">
         Mail <LiveBadge state={live} />
+        {list.loading && list.data && <span className="muted small updating"> updating…</span>}
       </h1>
       <FilterForm
         onApply={(f) => {
