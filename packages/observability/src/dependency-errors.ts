@@ -23,6 +23,18 @@ type State = { count: number; total: number; last: string; context: Record<strin
 export const oneLine = (err: unknown): string =>
   (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, " ").slice(0, 500);
 
+function errorCounter(registry: Registry): Counter<"dependency"> {
+  const counter = new Counter({
+    name: "mailroom_dependency_errors_total",
+    help: "Errors talking to a dependency (Redis, Postgres), including those folded out of the log",
+    labelNames: ["dependency"],
+    registers: [registry],
+  });
+  // Series from the start, so rate() and alerts see a 0 before the first error.
+  for (const dependency of ["redis", "postgres"]) counter.inc({ dependency }, 0);
+  return counter;
+}
+
 /**
  * Rate-limits the errors of an unreachable dependency. A client that reconnects in a loop (ioredis,
  * BullMQ workers and queues, each on its own connection) reports the same outage many times a
@@ -32,16 +44,7 @@ export const oneLine = (err: unknown): string =>
 export function createDependencyErrorLog(logger: Logger, opts: DependencyErrorLogOptions = {}): DependencyErrorLog {
   const windowMs = opts.windowMs ?? 30_000;
   const states = new Map<string, State>();
-  const counter = opts.registry
-    ? new Counter({
-        name: "mailroom_dependency_errors_total",
-        help: "Errors talking to a dependency (Redis, Postgres), including those folded out of the log",
-        labelNames: ["dependency"],
-        registers: [opts.registry],
-      })
-    : null;
-  // Series from the start, so rate() and alerts see a 0 before the first error.
-  for (const dependency of ["redis", "postgres"]) counter?.inc({ dependency }, 0);
+  const counter = opts.registry ? errorCounter(opts.registry) : null;
 
   const summarize = (dependency: string, s: State) => {
     if (s.count === 0) return false;

@@ -10,28 +10,7 @@ const STATES = ["waiting", "active", "delayed", "prioritized", "failed", "comple
  * than hanging it; `mailroom_queue_scrape_errors` says so.
  */
 export function registerQueueMetrics(registry: Registry, queues: Queue[], timeoutMs = 2_000, now = Date.now): void {
-  const read = async (queue: Queue) => {
-    const [counts, oldest] = await withTimeout(
-      Promise.all([queue.getJobCounts(...STATES), queue.getJobs(["wait"], 0, 0, true)]),
-      timeoutMs,
-    );
-    const job = oldest[0];
-    // A job that was delayed (a retry with backoff) has been waiting only since its delay ran out.
-    const ageMs = job ? Math.max(0, now() - (job.timestamp + (job.delay ?? 0))) : 0;
-    return { counts, ageSeconds: ageMs / 1000 };
-  };
-  // One Redis read per queue per scrape, shared by the three gauges (prom-client collects them together).
-  let pending: Promise<(Awaited<ReturnType<typeof read>> | null)[]> | null = null;
-  const snapshot = () => {
-    if (!pending) {
-      const current = Promise.all(queues.map((q) => read(q).catch(() => null)));
-      pending = current;
-      void current.then(() => {
-        if (pending === current) pending = null;
-      });
-    }
-    return pending;
-  };
+  const snapshot = sharedSnapshot(queues, timeoutMs, now);
 
   new Gauge({
     name: "mailroom_queue_scrape_errors",
@@ -73,6 +52,37 @@ export function registerQueueMetrics(registry: Registry, queues: Queue[], timeou
       });
     },
   });
+}
+
+type QueueReading = { counts: Record<string, number>; ageSeconds: number };
+
+async function readQueue(queue: Queue, timeoutMs: number, now: () => number): Promise<QueueReading> {
+  const [counts, oldest] = await withTimeout(
+    Promise.all([queue.getJobCounts(...STATES), queue.getJobs(["wait"], 0, 0, true)]),
+    timeoutMs,
+  );
+  const job = oldest[0];
+  // A job that was delayed (a retry with backoff) has been waiting only since its delay ran out.
+  const ageMs = job ? Math.max(0, now() - (job.timestamp + (job.delay ?? 0))) : 0;
+  return { counts, ageSeconds: ageMs / 1000 };
+}
+
+/**
+ * One Redis read per queue per scrape, shared by the three gauges (prom-client collects them
+ * together): the reading in flight is handed to every gauge that asks before it settles.
+ */
+function sharedSnapshot(queues: Queue[], timeoutMs: number, now: () => number): () => Promise<(QueueReading | null)[]> {
+  let pending: Promise<(QueueReading | null)[]> | null = null;
+  return () => {
+    if (!pending) {
+      const current = Promise.all(queues.map((q) => readQueue(q, timeoutMs, now).catch(() => null)));
+      pending = current;
+      void current.then(() => {
+        if (pending === current) pending = null;
+      });
+    }
+    return pending;
+  };
 }
 
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -51,6 +51,79 @@ function contentDisposition(filename: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }
 
+/** The bucket's objects by key: what the byte store does with S3, without the rows. */
+type BucketObjects = {
+  put(Key: string, body: Uint8Array): Promise<void>;
+  get(Key: string, opts?: ReadOptions): Promise<Buffer | null>;
+  remove(refs: readonly ByteRef[]): Promise<void>;
+};
+
+function bucketObjects(client: S3Client, Bucket: string): BucketObjects {
+  return {
+    async put(Key, body) {
+      const Body = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+      await new Upload({ client, params: { Bucket, Key, Body }, partSize: PART_SIZE, queueSize: 2 }).done();
+    },
+
+    /** The object in one buffer of its announced size, filled chunk by chunk as it arrives. */
+    async get(Key, opts = {}) {
+      let res: GetObjectCommandOutput;
+      try {
+        res = await client.send(new GetObjectCommand({ Bucket, Key }));
+      } catch (err) {
+        if (isMissing(err)) return null;
+        throw err;
+      }
+      const size = res.ContentLength ?? 0;
+      const out = opts.shared ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size);
+      let offset = 0;
+      for await (const chunk of res.Body as AsyncIterable<Uint8Array>) {
+        if (offset + chunk.byteLength > size) throw new Error(`object ${Key} is longer than its Content-Length`);
+        out.set(chunk, offset);
+        offset += chunk.byteLength;
+      }
+      if (offset !== size) throw new Error(`object ${Key} ended after ${offset} of ${size} bytes`);
+      return out;
+    },
+
+    async remove(refs) {
+      for (let i = 0; i < refs.length; i += DELETE_BATCH) {
+        const Objects = refs.slice(i, i + DELETE_BATCH).map((r) => ({ Key: keyOf(r) }));
+        const res = await client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects, Quiet: true } }));
+        const failed = (res.Errors ?? []).filter((e) => e.Code !== "NoSuchKey");
+        if (failed.length) {
+          throw new Error(`could not delete ${failed.length} objects: ${failed[0]?.Key} ${failed[0]?.Code}`);
+        }
+      }
+    },
+  };
+}
+
+/**
+ * Moves a spool row's bytes to its object once no recipient needs them in the row: put the object,
+ * then empty the row only if it is still due (the same condition, so a recipient that went back to
+ * pending meanwhile keeps its bytes).
+ */
+async function archiveRaw(db: Queryable, objects: BucketObjects, spoolId: string): Promise<void> {
+  const due = await db.query<{ id: string }>(
+    `SELECT s.id FROM spooled_messages s WHERE s.id = $1 AND s.raw IS NOT NULL AND ${SPOOL_DONE}`,
+    [spoolId],
+  );
+  if (!due.rows.length) return;
+  const raw = await readBytea(db, RAW_COLUMN, spoolId);
+  if (!raw) return;
+  await objects.put(rawKey(spoolId), raw);
+  const emptied = await db.query(
+    `UPDATE spooled_messages s SET raw = NULL WHERE s.id = $1 AND s.raw IS NOT NULL AND ${SPOOL_DONE}`,
+    [spoolId],
+  );
+  if (emptied.rowCount) return;
+  // Nothing emptied: archived concurrently (the object is the same bytes), or the row went
+  // meanwhile (retention, a purge): then the object just written belongs to nothing.
+  const gone = await db.query(`SELECT 1 FROM spooled_messages WHERE id = $1`, [spoolId]);
+  if (!gone.rows.length) await objects.remove([{ kind: "raw", spoolId }]);
+}
+
 /**
  * Bytes in an S3-compatible object store; the rows keep their metadata in Postgres. Writes put the
  * object first and only then commit the row change that points at it, so a crash in between
@@ -60,32 +133,7 @@ function contentDisposition(filename: string): string {
 export function s3ByteStore(db: Queryable, settings: S3Settings): ByteStore {
   const client = s3Client(settings);
   const Bucket = settings.bucket;
-
-  async function put(Key: string, body: Uint8Array): Promise<void> {
-    const Body = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-    await new Upload({ client, params: { Bucket, Key, Body }, partSize: PART_SIZE, queueSize: 2 }).done();
-  }
-
-  /** The object in one buffer of its announced size, filled chunk by chunk as it arrives. */
-  async function get(Key: string, opts: ReadOptions = {}): Promise<Buffer | null> {
-    let res: GetObjectCommandOutput;
-    try {
-      res = await client.send(new GetObjectCommand({ Bucket, Key }));
-    } catch (err) {
-      if (isMissing(err)) return null;
-      throw err;
-    }
-    const size = res.ContentLength ?? 0;
-    const out = opts.shared ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size);
-    let offset = 0;
-    for await (const chunk of res.Body as AsyncIterable<Uint8Array>) {
-      if (offset + chunk.byteLength > size) throw new Error(`object ${Key} is longer than its Content-Length`);
-      out.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    if (offset !== size) throw new Error(`object ${Key} ended after ${offset} of ${size} bytes`);
-    return out;
-  }
+  const objects = bucketObjects(client, Bucket);
 
   return {
     backend: "s3",
@@ -99,28 +147,10 @@ export function s3ByteStore(db: Queryable, settings: S3Settings): ByteStore {
         if ((err as Error).message?.includes("changed while it was being read")) return null;
         throw err;
       });
-      return held ?? get(rawKey(spoolId), opts);
+      return held ?? objects.get(rawKey(spoolId), opts);
     },
 
-    async archiveRaw(spoolId) {
-      const due = await db.query<{ id: string }>(
-        `SELECT s.id FROM spooled_messages s WHERE s.id = $1 AND s.raw IS NOT NULL AND ${SPOOL_DONE}`,
-        [spoolId],
-      );
-      if (!due.rows.length) return;
-      const raw = await readBytea(db, RAW_COLUMN, spoolId);
-      if (!raw) return;
-      await put(rawKey(spoolId), raw);
-      const emptied = await db.query(
-        `UPDATE spooled_messages s SET raw = NULL WHERE s.id = $1 AND s.raw IS NOT NULL AND ${SPOOL_DONE}`,
-        [spoolId],
-      );
-      if (emptied.rowCount) return;
-      // Nothing emptied: archived concurrently (the object is the same bytes), or the row went
-      // meanwhile (retention, a purge): then the object just written belongs to nothing.
-      const gone = await db.query(`SELECT 1 FROM spooled_messages WHERE id = $1`, [spoolId]);
-      if (!gone.rows.length) await this.delete([{ kind: "raw", spoolId }]);
-    },
+    archiveRaw: (spoolId) => archiveRaw(db, objects, spoolId),
 
     async writeAttachment(emailId, index, content) {
       const row = await db.query<{ id: string }>(`SELECT id FROM attachments WHERE "emailId" = $1 AND index = $2`, [
@@ -129,13 +159,13 @@ export function s3ByteStore(db: Queryable, settings: S3Settings): ByteStore {
       ]);
       const id = row.rows[0]?.id;
       if (!id) return; // the email was deleted meanwhile
-      await put(attachmentKey(emailId, id), content);
+      await objects.put(attachmentKey(emailId, id), content);
       await db.query(`UPDATE attachments SET stored = true WHERE id = $1`, [id]);
     },
 
     async readAttachment(ref) {
       // Attachments stored before BYTE_STORE=s3 still have their bytes in the row.
-      return (await readBytea(db, ATTACHMENT_COLUMN, ref.id)) ?? get(attachmentKey(ref.emailId, ref.id));
+      return (await readBytea(db, ATTACHMENT_COLUMN, ref.id)) ?? objects.get(attachmentKey(ref.emailId, ref.id));
     },
 
     presignAttachment(ref, ttlSeconds) {
@@ -148,16 +178,7 @@ export function s3ByteStore(db: Queryable, settings: S3Settings): ByteStore {
       return getSignedUrl(client, command, { expiresIn: ttlSeconds });
     },
 
-    async delete(refs) {
-      for (let i = 0; i < refs.length; i += DELETE_BATCH) {
-        const Objects = refs.slice(i, i + DELETE_BATCH).map((r) => ({ Key: keyOf(r) }));
-        const res = await client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects, Quiet: true } }));
-        const failed = (res.Errors ?? []).filter((e) => e.Code !== "NoSuchKey");
-        if (failed.length) {
-          throw new Error(`could not delete ${failed.length} objects: ${failed[0]?.Key} ${failed[0]?.Code}`);
-        }
-      }
-    },
+    delete: (refs) => objects.remove(refs),
 
     close: () => client.destroy(),
   };
