@@ -10,9 +10,10 @@ export type LiveState = "connecting" | "live" | "polling";
  * this member's account's events (the same stream as /api/v1/events). `onEvent` runs for each event
  * of `types`, and once each time the stream (re)opens, so that anything between the page's first
  * load and the subscription, or during a reconnect, is caught up. When the server refuses the
- * stream the page falls back to asking again every 10 s.
+ * stream the page falls back to asking again every 10 s. A burst of events costs at most one
+ * request in flight and one after it: events arriving while `onEvent`'s promise runs are merged.
  */
-export function useLive(types: readonly string[], onEvent: () => void): LiveState {
+export function useLive(types: readonly string[], onEvent: () => Promise<unknown>): LiveState {
   const latest = useRef(onEvent);
   latest.current = onEvent;
   const [state, setState] = useState<LiveState>("connecting");
@@ -20,7 +21,25 @@ export function useLive(types: readonly string[], onEvent: () => void): LiveStat
   useEffect(() => {
     const es = new EventSource("/console/api/events");
     let poll: ReturnType<typeof setInterval> | undefined;
-    const fire = () => latest.current();
+    let running = false;
+    let again = false;
+    const fire = () => {
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      void latest
+        .current()
+        .catch(() => undefined)
+        .finally(() => {
+          running = false;
+          if (again) {
+            again = false;
+            fire();
+          }
+        });
+    };
     for (const t of key.split(",")) es.addEventListener(t, fire);
     es.onopen = () => {
       clearInterval(poll);

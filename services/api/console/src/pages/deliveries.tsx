@@ -130,7 +130,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
     await list.reload();
     onChanged();
   };
-  const live = useLive(DELIVERY_EVENTS, () => void refresh());
+  const live = useLive(DELIVERY_EVENTS, refresh);
   const { error, act } = useAction(refresh);
   const rows = list.data?.data ?? [];
   return (

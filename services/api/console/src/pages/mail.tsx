@@ -96,7 +96,7 @@ export function Mail() {
   const query = queryOf(filters, cursors.at(-1));
   const list = useAsync(() => api<Page<EmailSummary>>("GET", `/emails?${query}`), [query]);
   // New mail appears without a reload: each email.received event of the account asks the list again.
-  const live = useLive(MAIL_EVENTS, () => void list.reload());
+  const live = useLive(MAIL_EVENTS, list.reload);
   if (open) return <Message id={open} onClose={() => setOpen(undefined)} onOpen={setOpen} />;
   const rows = list.data?.data ?? [];
   const filtered = queryOf(filters) !== queryOf(NONE);
