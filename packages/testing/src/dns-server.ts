@@ -44,80 +44,96 @@ const TYPE_NAMES = new Map<number, string>(Object.entries(Packet.TYPE).map(([k, 
 const NXDOMAIN = 3;
 const MAX_CNAME_CHAIN = 8;
 
-export async function startDnsServer(records: Partial<Record<string, Partial<RecordValues>>> = {}): Promise<DnsServer> {
-  const zone: Zone = new Map();
-  const queries: DnsQuery[] = [];
+/** What the server answers from: the zone and the answer settings a test changes, and the questions asked. */
+type Authority = {
+  zone: Zone;
+  queries: DnsQuery[];
+  /** rcode per normalized name (2 SERVFAIL, 5 REFUSED). */
+  failures: Map<string, number>;
+  ttl: number;
+  negativeTtl: number | null;
+};
+
+function setRecords<T extends RecordType>(zone: Zone, name: string, type: T, values: RecordValues[T]): void {
+  for (const v of values) validate(type, v);
+  const key = normalize(name);
+  const types = zone.get(key) ?? new Map();
+  types.set(type, values);
+  zone.set(key, types);
+}
+
+/** The wire answer to one request, truncated to fit `maxBytes`; null when the request does not parse. */
+function answer(auth: Authority, request: Buffer, maxBytes: number): Buffer | null {
+  const req = safeParse(request);
+  if (!req) return null;
+  const res = Packet.createResponseFromRequest(req);
+  res.header.aa = 1;
+  res.header.ra = 0;
+  const [q] = req.questions;
+  if (q) {
+    const type = TYPE_NAMES.get(q.type) ?? String(q.type);
+    auth.queries.push({ name: q.name, type });
+    const failure = auth.failures.get(normalize(q.name));
+    const found = failure ? [] : lookup(auth.zone, q.name, type);
+    if (failure) res.header.rcode = failure;
+    else if (found === null) res.header.rcode = NXDOMAIN;
+    else res.answers = found.map((r) => ({ ...r, ttl: auth.ttl }));
+    if (!failure && !res.answers.length && auth.negativeTtl !== null) {
+      res.authorities = [soa(q.name, auth.negativeTtl)];
+    }
+  }
+  let buf = res.toBuffer();
+  if (buf.length > maxBytes) {
+    // Too big for this transport: RFC 1035 truncation, the client retries over TCP.
+    res.header.tc = 1;
+    res.answers = [];
+    buf = res.toBuffer();
+  }
+  return buf;
+}
+
+/** Holds answers back for `setDelay`, counting the most held at one time (`peakPending`). */
+function delayLine() {
   const timers = new Set<NodeJS.Timeout>();
   let delayMs = 0;
   let pending = 0;
   let peakPending = 0;
-  let ttl = 0;
-  let negativeTtl: number | null = null;
-  const failures = new Map<string, number>();
-
-  const set = <T extends RecordType>(name: string, type: T, values: RecordValues[T]) => {
-    for (const v of values) validate(type, v);
-    const key = normalize(name);
-    const types = zone.get(key) ?? new Map();
-    types.set(type, values);
-    zone.set(key, types);
+  return {
+    setDelay(ms: number) {
+      delayMs = ms;
+    },
+    get peakPending() {
+      return peakPending;
+    },
+    later(fn: () => void) {
+      if (delayMs <= 0) return fn();
+      peakPending = Math.max(peakPending, ++pending);
+      const t = setTimeout(() => {
+        timers.delete(t);
+        pending--;
+        fn();
+      }, delayMs);
+      timers.add(t);
+    },
+    clear() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+    },
   };
-  for (const [name, byType] of Object.entries(records)) {
-    for (const [type, values] of Object.entries(byType ?? {})) set(name, type as RecordType, values);
-  }
+}
 
-  const answer = (request: Buffer, maxBytes: number): Buffer | null => {
-    let req: DnsPacket;
-    try {
-      req = Packet.parse(request);
-    } catch {
-      return null;
-    }
-    const res = Packet.createResponseFromRequest(req);
-    res.header.aa = 1;
-    res.header.ra = 0;
-    const [q] = req.questions;
-    if (q) {
-      const type = TYPE_NAMES.get(q.type) ?? String(q.type);
-      queries.push({ name: q.name, type });
-      const failure = failures.get(normalize(q.name));
-      const found = failure ? [] : lookup(zone, q.name, type);
-      if (failure) res.header.rcode = failure;
-      else if (found === null) res.header.rcode = NXDOMAIN;
-      else res.answers = found.map((r) => ({ ...r, ttl }));
-      if (!failure && !res.answers.length && negativeTtl !== null) res.authorities = [soa(q.name, negativeTtl)];
-    }
-    let buf = res.toBuffer();
-    if (buf.length > maxBytes) {
-      // Too big for this transport: RFC 1035 truncation, the client retries over TCP.
-      res.header.tc = 1;
-      res.answers = [];
-      buf = res.toBuffer();
-    }
-    return buf;
-  };
-
-  const later = (fn: () => void) => {
-    if (delayMs <= 0) return fn();
-    peakPending = Math.max(peakPending, ++pending);
-    const t = setTimeout(() => {
-      timers.delete(t);
-      pending--;
-      fn();
-    }, delayMs);
-    timers.add(t);
-  };
-
-  const { udp, tcp, port, sockets } = await bindPair(
+/** UDP and TCP on one port, each answering with `respond(request, maxBytes)` after `later`. */
+function listen(respond: (request: Buffer, maxBytes: number) => Buffer | null, later: (fn: () => void) => void) {
+  return bindPair(
     (msg, rinfo, sock) => {
       // With an EDNS OPT record the client accepts more than 512 bytes; dns2 does not decode the
       // advertised size, so assume the usual 1232 (what c-ares advertises).
       const edns = safeParse(msg)?.additionals.some((r) => r.type === Packet.TYPE.EDNS) ?? false;
-      const out = answer(msg, edns ? 1232 : 512);
+      const out = respond(msg, edns ? 1232 : 512);
       if (out) later(() => sock.send(out, rinfo.port, rinfo.address));
     },
     (msg, socket) => {
-      const out = answer(msg, 65535);
+      const out = respond(msg, 65535);
       if (!out) return socket.destroy();
       const len = Buffer.alloc(2);
       len.writeUInt16BE(out.length);
@@ -126,36 +142,42 @@ export async function startDnsServer(records: Partial<Record<string, Partial<Rec
       });
     },
   );
+}
+
+export async function startDnsServer(records: Partial<Record<string, Partial<RecordValues>>> = {}): Promise<DnsServer> {
+  const auth: Authority = { zone: new Map(), queries: [], failures: new Map(), ttl: 0, negativeTtl: null };
+  for (const [name, byType] of Object.entries(records)) {
+    for (const [type, values] of Object.entries(byType ?? {})) setRecords(auth.zone, name, type as RecordType, values);
+  }
+  const delay = delayLine();
+  const { udp, tcp, port, sockets } = await listen((msg, maxBytes) => answer(auth, msg, maxBytes), delay.later);
 
   return {
     port,
     server: `127.0.0.1:${port}`,
-    queries,
-    set,
+    queries: auth.queries,
+    set: (name, type, values) => setRecords(auth.zone, name, type, values),
     remove(name, type) {
       const key = normalize(name);
-      if (!type) zone.delete(key);
-      else zone.get(key)?.delete(type);
+      if (!type) auth.zone.delete(key);
+      else auth.zone.get(key)?.delete(type);
     },
-    setDelay(ms) {
-      delayMs = ms;
-    },
+    setDelay: delay.setDelay,
     get peakPending() {
-      return peakPending;
+      return delay.peakPending;
     },
     setTtl(seconds) {
-      ttl = seconds;
+      auth.ttl = seconds;
     },
     setNegativeTtl(seconds) {
-      negativeTtl = seconds;
+      auth.negativeTtl = seconds;
     },
     setFailure(name, rcode) {
-      if (rcode === null) failures.delete(normalize(name));
-      else failures.set(normalize(name), rcode === "SERVFAIL" ? 2 : 5);
+      if (rcode === null) auth.failures.delete(normalize(name));
+      else auth.failures.set(normalize(name), rcode === "SERVFAIL" ? 2 : 5);
     },
     async close() {
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
+      delay.clear();
       await Promise.all([
         new Promise<void>((resolve) => udp.close(() => resolve())),
         new Promise<void>((resolve) => {
