@@ -7,7 +7,11 @@ export const dispatcherEnvSchema = z
     ...commonEnv,
     ...byteStoreEnv,
     ...healthEnv(HEALTH_PORTS["webhook-dispatcher"]),
-    DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(16),
+    /**
+     * Jobs in flight in this process. Mostly waiting on Postgres, Redis and endpoints, not CPU; 48 rather
+     * than 16 so that a failing or hanging endpoint's jobs take a smaller share (bench/README.md).
+     */
+    DISPATCHER_CONCURRENCY: z.coerce.number().int().positive().default(48),
     /** Attempts in flight to one endpoint across all dispatchers: a slow endpoint cannot take every slot. */
     DISPATCHER_ENDPOINT_CONCURRENCY: z.coerce.number().int().positive().default(4),
     /** Length of one backoff "minute". Tests shorten it; production keeps the spec's minute. */
