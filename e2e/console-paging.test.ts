@@ -8,8 +8,8 @@ import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
  * Long lists in the console (issue 17): Mail shows 50 at a time with "Older"/"Newest" (the API's
- * cursor), the sender and direction filters narrow it, and the block log pages 25 at a time.
- * 60 emails and 30 block records are seeded in Postgres, one minute apart, so the order is known.
+ * cursor), the sender and direction filters narrow it, Deliveries pages 100 at a time and the block
+ * log 25. Emails, deliveries and block records are seeded in Postgres with known times and order.
  */
 const PASSWORD = "a long enough password";
 let stack: Stack;
@@ -22,13 +22,15 @@ beforeAll(async () => {
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
   acct = await stack.account();
   // mail 1 is the oldest, mail 60 the newest; every tenth is from boss@ and sent by us (outbound).
+  const mails: string[] = [];
   for (let i = 1; i <= 60; i++) {
-    await seedEmail(stack.prisma, acct.accountId, {
+    const m = await seedEmail(stack.prisma, acct.accountId, {
       subject: `mail ${i}`,
       fromAddress: i % 10 === 0 ? "boss@paging.example" : `sender${i}@paging.example`,
       direction: i % 10 === 0 ? "outbound" : "inbound",
       receivedAt: minutesAgo(61 - i),
     });
+    mails.push(m.id);
   }
   for (let i = 1; i <= 30; i++) {
     await stack.prisma.blockRecord.create({
@@ -44,6 +46,24 @@ beforeAll(async () => {
       },
     });
   }
+  // 105 deliveries (the 60 emails to a first endpoint, 45 of them to a second; one per email and
+  // endpoint), one second apart: delivery 105 is the newest.
+  const hooks: string[] = [];
+  for (const name of ["pager hook", "second hook"]) {
+    hooks.push((await acct.api("POST", "/api/v1/endpoints", { name, url: "http://127.0.0.1:9/hook" })).body.id);
+  }
+  await stack.prisma.delivery.createMany({
+    data: Array.from({ length: 105 }, (_, k) => ({
+      id: `dlv_paging${String(k + 1).padStart(3, "0")}`,
+      accountId: acct.accountId,
+      emailId: mails[k % 60] as string,
+      endpointId: hooks[k < 60 ? 0 : 1] as string,
+      maxAttempts: 5,
+      status: "delivered",
+      attemptCount: 1,
+      createdAt: new Date(Date.now() - (106 - (k + 1)) * 1000),
+    })),
+  });
   await createMember(stack, acct.accountId, "pager@paging.example", PASSWORD);
   ui = await openConsole(stack.apiUrl);
   page = ui.page;
@@ -86,6 +106,19 @@ describe("console paging and filters", () => {
     expect(inbound).toHaveLength(50);
     expect(inbound.some((s) => Number(s.split(" ")[1]) % 10 === 0)).toBe(false);
     await ui.shot("mail-filtered");
+  });
+
+  it("Deliveries: the newest 100, Older the other 5", async () => {
+    await page.getByRole("link", { name: /Deliveries/ }).click();
+    const ids = () => page.locator("tbody tr td:nth-child(2)").allTextContents();
+    await page.getByText("dlv_paging105").waitFor(WAIT);
+    const first = await ids();
+    expect(first).toHaveLength(100);
+    expect([first[0], first.at(-1)]).toEqual(["dlv_paging105", "dlv_paging006"]);
+    await page.getByRole("button", { name: "Older" }).click();
+    await page.getByText("dlv_paging001").waitFor(WAIT);
+    expect(await ids()).toEqual(["dlv_paging005", "dlv_paging004", "dlv_paging003", "dlv_paging002", "dlv_paging001"]);
+    await ui.shot("deliveries-older");
   });
 
   it("Shield: the block log shows 25, Older the other 5", async () => {

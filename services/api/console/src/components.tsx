@@ -188,3 +188,28 @@ export const EndpointOptions = ({ endpoints }: { endpoints: { id: string; name: 
     ))}
   </>
 );
+
+/** "Newest" (back to the first page) and "Older" (follow the API's nextCursor) under a list. */
+export function Pager(props: {
+  newer: boolean;
+  older: string | null;
+  busy: boolean;
+  onNewest: () => void;
+  onOlder: (cursor: string) => void;
+}) {
+  const { older } = props;
+  return (
+    <div className="toolbar">
+      {props.newer && (
+        <button type="button" className="btn" onClick={props.onNewest}>
+          Newest
+        </button>
+      )}
+      {older && (
+        <button type="button" className="btn" disabled={props.busy} onClick={() => props.onOlder(older)}>
+          {props.busy ? "Loading…" : "Older"}
+        </button>
+      )}
+    </div>
+  );
+}

@@ -1,6 +1,6 @@
 import { Fragment, useState } from "react";
 import { api, type Delivery, type Endpoint, type Page } from "../api.ts";
-import { Button, Empty, EndpointOptions, ErrorNote, Loading, TableHead, when } from "../components.tsx";
+import { Button, Empty, EndpointOptions, ErrorNote, Loading, Pager, TableHead, when } from "../components.tsx";
 import { LiveBadge, useLive } from "../live.tsx";
 import { useAction, useAsync } from "../use-async.ts";
 import { Attempts } from "./attempts.tsx";
@@ -122,9 +122,14 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
   const [status, setStatus] = useState<string>(() => new URLSearchParams(window.location.search).get("status") ?? "");
   const [endpointId, setEndpointId] = useState("");
   const [open, setOpen] = useState<string>();
+  // Older pages: the cursors followed so far (the API's nextCursor); empty on the newest page.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
   const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
   const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
-  const query = `limit=100${status ? `&status=${status}` : ""}${endpointId ? `&endpointId=${endpointId}` : ""}`;
+  const query =
+    `limit=100${status ? `&status=${status}` : ""}${endpointId ? `&endpointId=${endpointId}` : ""}` +
+    (cursor ? `&cursor=${encodeURIComponent(cursor)}` : "");
   const list = useAsync(() => api<Page<Delivery>>("GET", `/deliveries?${query}`), [query]);
   const refresh = async () => {
     await list.reload();
@@ -140,7 +145,19 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
         {list.loading && list.data && <span className="muted small updating"> updating…</span>}
       </h1>
       <div className="toolbar">
-        <Filters {...{ status, setStatus, endpointId, setEndpointId }} endpoints={endpoints.data?.data ?? []} />
+        <Filters
+          status={status}
+          setStatus={(s) => {
+            setCursors([]);
+            setStatus(s);
+          }}
+          endpointId={endpointId}
+          setEndpointId={(id) => {
+            setCursors([]);
+            setEndpointId(id);
+          }}
+          endpoints={endpoints.data?.data ?? []}
+        />
         <RetryAll rows={rows} act={act} endpointName={endpointName} />
       </div>
       <ErrorNote message={error ?? list.error} />
@@ -167,6 +184,13 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
           </tbody>
         </table>
       )}
+      <Pager
+        newer={cursors.length > 0}
+        older={list.data?.nextCursor ?? null}
+        busy={list.loading}
+        onNewest={() => setCursors([])}
+        onOlder={(c) => setCursors([...cursors, c])}
+      />
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { api, type EmailSummary, type Page } from "../api.ts";
-import { Empty, ErrorNote, Loading, TableHead, when } from "../components.tsx";
+import { Empty, ErrorNote, Loading, Pager, TableHead, when } from "../components.tsx";
 import { LiveBadge, useLive } from "../live.tsx";
 import { useAsync } from "../use-async.ts";
 import { Message } from "./message.tsx";
@@ -125,18 +125,13 @@ export function Mail() {
       ) : (
         <MailTable rows={rows} onOpen={setOpen} />
       )}
-      <div className="toolbar">
-        {cursors.length > 0 && (
-          <button type="button" className="btn" onClick={() => setCursors([])}>
-            Newest
-          </button>
-        )}
-        {next && (
-          <button type="button" className="btn" disabled={list.loading} onClick={() => setCursors([...cursors, next])}>
-            {list.loading ? "Loading…" : "Older"}
-          </button>
-        )}
-      </div>
+      <Pager
+        newer={cursors.length > 0}
+        older={next ?? null}
+        busy={list.loading}
+        onNewest={() => setCursors([])}
+        onOlder={(c) => setCursors([...cursors, c])}
+      />
     </section>
   );
 }

@@ -9,7 +9,7 @@ import {
   type Page,
   type ShieldRule,
 } from "../api.ts";
-import { Empty, ErrorNote, Loading, TableHead, TextAreaField, TextField, when } from "../components.tsx";
+import { Empty, ErrorNote, Loading, Pager, TableHead, TextAreaField, TextField, when } from "../components.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 import { RuleBuilder, type RuleTargets } from "./shield-builder.tsx";
 import { RulesTable } from "./shield-rules-table.tsx";
@@ -114,23 +114,13 @@ function BlockLog() {
           </tbody>
         </table>
       )}
-      <div className="toolbar">
-        {cursors.length > 0 && (
-          <button type="button" className="btn" onClick={() => setCursors([])}>
-            Newest
-          </button>
-        )}
-        {next && (
-          <button
-            type="button"
-            className="btn"
-            disabled={blocks.loading}
-            onClick={() => setCursors([...cursors, next])}
-          >
-            {blocks.loading ? "Loading…" : "Older"}
-          </button>
-        )}
-      </div>
+      <Pager
+        newer={cursors.length > 0}
+        older={next ?? null}
+        busy={blocks.loading}
+        onNewest={() => setCursors([])}
+        onOlder={(c) => setCursors([...cursors, c])}
+      />
     </section>
   );
 }
