@@ -212,6 +212,37 @@ describe("CSRF", () => {
     expect((await c.call("GET", "/console/api/session")).status).toBe(200);
   });
 
+  it("every write route of the console (reply, edits, retries, rules…) refuses a missing token before it runs", async () => {
+    const anonymous = ["POST /console/api/session", "POST /console/api/password"];
+    const writes = registeredRoutes(stack.app).filter(
+      (r) =>
+        r.path.startsWith("/console/api/") &&
+        !["GET", "HEAD"].includes(r.method) &&
+        !anonymous.includes(`${r.method} ${r.path}`),
+    );
+    expect(writes.length).toBeGreaterThanOrEqual(20);
+    expect(writes.map((r) => `${r.method} ${r.path}`)).toEqual(
+      expect.arrayContaining([
+        "POST /console/api/emails/:id/reply",
+        "PATCH /console/api/endpoints/:id",
+        "PATCH /console/api/shield-rules/:id",
+      ]),
+    );
+    const before = await stack.prisma.email.count({ where: { accountId: a.accountId } });
+    const saved = c.csrf;
+    c.csrf = undefined;
+    try {
+      for (const route of writes) {
+        const path = concrete(route.path.replace("/console/api/", "/api/v1/"), fa).replace("/api/v1/", "/console/api/");
+        const r = await c.call(route.method, path, { text: "hello", name: "x" });
+        expect([route.method, path, r.status]).toEqual([route.method, path, 403]);
+      }
+    } finally {
+      c.csrf = saved;
+    }
+    expect(await stack.prisma.email.count({ where: { accountId: a.accountId } })).toBe(before);
+  });
+
   it("with the token the same write goes through (retry one dead delivery)", async () => {
     const r = await c.call("POST", `/console/api/deliveries/${fa.deliveryId}/retry`);
     expect(r.status).toBe(200);
