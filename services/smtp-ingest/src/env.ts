@@ -54,8 +54,9 @@ export const ingestEnvSchema = z
     /** DATA is appended to Postgres in slices of this size as it arrives. */
     SMTP_DATA_CHUNK_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
     /**
-     * Postgres connections of this process. A message holds one for its RCPT lookup and one for
-     * its accepting statement, each for a round trip, so about one per busy session (issue 13).
+     * Postgres connections of this process. RCPT lookups and accepts of concurrent sessions are
+     * grouped (one query / one statement in flight each, rcpt-lookup.ts, accept-batch.ts); messages
+     * that settle alone and DATA slices of streamed messages take one each for a round trip (issue 13).
      */
     DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(20),
     /**
