@@ -192,7 +192,16 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
     await page.getByLabel("Name").fill("ops mailbox");
     await page.getByLabel("Type").selectOption("email");
     await page.getByRole("button", { name: "Create endpoint" }).click();
-    await page.getByRole("article", { name: "Endpoint ops mailbox" }).waitFor(WAIT);
+    const mailbox = page.getByRole("article", { name: "Endpoint ops mailbox" });
+    await mailbox.waitFor(WAIT);
+    // An email endpoint edits its name, address and attempts; it has no timeout or headers.
+    await mailbox.getByRole("button", { name: "Edit" }).click();
+    const form = mailbox.getByRole("form", { name: "Edit endpoint ops mailbox" });
+    expect(await form.getByLabel("Timeout (s)").count()).toBe(0);
+    expect(await form.getByLabel(/Custom headers/).count()).toBe(0);
+    await form.getByLabel("Name", { exact: true }).fill("ops inbox");
+    await form.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("article", { name: "Endpoint ops inbox" }).waitFor(WAIT);
     const types = await stack.prisma.endpoint.findMany({
       where: { accountId: acct.accountId },
       select: { type: true },
