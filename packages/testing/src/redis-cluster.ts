@@ -60,12 +60,9 @@ async function query<T>(port: number, fn: (r: Redis) => Promise<T>): Promise<T> 
 
 type SlotRange = [number, number, [string, number, string], ...[string, number, string][]];
 
-export async function startRedisCluster({ masters = 3 } = {}): Promise<TestRedisCluster> {
-  const dir = mkdtempSync(join(tmpdir(), "mailroom-redis-cluster-"));
-  const taken = new Set<number>();
-  const ports: number[] = [];
-  for (let i = 0; i < masters * 2; i++) ports.push(await clusterPort(taken));
-  const children: ChildProcess[] = ports.map((port) =>
+/** One redis-server per port in cluster mode, its files (node config, AOF) under `dir`. */
+function spawnNodes(ports: number[], dir: string): ChildProcess[] {
+  return ports.map((port) =>
     spawn(
       "/usr/bin/redis-server",
       [
@@ -77,85 +74,103 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<TestRedis
       { stdio: "ignore" },
     ),
   );
-  const stop = async () => {
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            c.once("exit", () => resolve());
-            c.kill("SIGKILL");
-          }),
-      ),
-    );
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
+}
+
+async function killNodes(children: ChildProcess[], dir: string): Promise<void> {
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          c.once("exit", () => resolve());
+          c.kill("SIGKILL");
+        }),
+    ),
+  );
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const clusterSlots = async (port: number) => (await query(port, (r) => r.cluster("SLOTS"))) as unknown as SlotRange[];
+
+/** Joins the running nodes into one cluster (half masters, half replicas) and waits until it is usable. */
+async function formCluster(ports: number[]): Promise<void> {
+  for (const port of ports) {
+    await waitFor(() => query(port, (r) => r.ping()).catch(() => false), {
+      what: `redis-server on ${port}`,
+      timeoutMs: 30_000,
+    });
+  }
+  await run("/usr/bin/redis-cli", [
+    "--cluster",
+    "create",
+    ...ports.map((p) => `127.0.0.1:${p}`),
+    "--cluster-replicas",
+    "1",
+    "--cluster-yes",
+  ]);
+  const settled = async () => {
     for (const port of ports) {
-      await waitFor(() => query(port, (r) => r.ping()).catch(() => false), {
-        what: `redis-server on ${port}`,
-        timeoutMs: 30_000,
-      });
+      const info = await query(port, (r) => r.cluster("INFO"));
+      if (!String(info).includes("cluster_state:ok")) return false;
     }
-    await run("/usr/bin/redis-cli", [
-      "--cluster",
-      "create",
-      ...ports.map((p) => `127.0.0.1:${p}`),
-      "--cluster-replicas",
-      "1",
-      "--cluster-yes",
-    ]);
-    const settled = async () => {
+    // Every master has its replica attached and in sync, so a failover has somewhere to go.
+    const slots = await clusterSlots(ports[0] as number);
+    return slots.length > 0 && slots.every((range) => range.length >= 4);
+  };
+  await waitFor(settled, { what: "the Redis cluster to settle", timeoutMs: 60_000, intervalMs: 200 });
+}
+
+/** The slot of `key` and the ports of its master and replicas, as the first node sees them. */
+async function slotOwner(ports: number[], key: string) {
+  const slot = (await query(ports[0] as number, (r) => r.cluster("KEYSLOT", key))) as number;
+  const ranges = await clusterSlots(ports[0] as number);
+  const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+  if (!range) throw new Error(`no node serves slot ${slot}`);
+  const [, , master, ...replicas] = range;
+  return { slot, master: master[1], replicas: replicas.map((r) => r[1]) };
+}
+
+async function failover(ports: number[], key: string): Promise<number> {
+  const { master, replicas } = await slotOwner(ports, key);
+  const replica = replicas[0];
+  if (replica === undefined) throw new Error(`master ${master} has no replica`);
+  await query(replica, (r) => r.cluster("FAILOVER"));
+  const { slot } = await slotOwner(ports, key);
+  // Done when every node sees the replica as the slot's master.
+  await waitFor(
+    async () => {
       for (const port of ports) {
-        const info = await query(port, (r) => r.cluster("INFO"));
-        if (!String(info).includes("cluster_state:ok")) return false;
+        const range = (await clusterSlots(port)).find(([from, to]) => slot >= from && slot <= to);
+        if (!range || range[2][1] !== replica) return false;
       }
-      // Every master has its replica attached and in sync, so a failover has somewhere to go.
-      const slots = (await query(ports[0] as number, (r) => r.cluster("SLOTS"))) as unknown as SlotRange[];
-      return slots.length > 0 && slots.every((range) => range.length >= 4);
-    };
-    await waitFor(settled, { what: "the Redis cluster to settle", timeoutMs: 60_000, intervalMs: 200 });
+      return true;
+    },
+    { what: `replica ${replica} to take over from ${master}`, timeoutMs: 60_000, intervalMs: 100 },
+  );
+  return replica;
+}
+
+export async function startRedisCluster({ masters = 3 } = {}): Promise<TestRedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), "mailroom-redis-cluster-"));
+  const taken = new Set<number>();
+  const ports: number[] = [];
+  for (let i = 0; i < masters * 2; i++) ports.push(await clusterPort(taken));
+  const children = spawnNodes(ports, dir);
+  const stop = () => killNodes(children, dir);
+  try {
+    await formCluster(ports);
   } catch (err) {
     await stop();
     throw err;
   }
-
-  const slotOwner = async (key: string) => {
-    const slot = (await query(ports[0] as number, (r) => r.cluster("KEYSLOT", key))) as number;
-    const ranges = (await query(ports[0] as number, (r) => r.cluster("SLOTS"))) as unknown as SlotRange[];
-    const range = ranges.find(([from, to]) => slot >= from && slot <= to);
-    if (!range) throw new Error(`no node serves slot ${slot}`);
-    const [, , master, ...replicas] = range;
-    return { slot, master: master[1], replicas: replicas.map((r) => r[1]) };
-  };
-
   return {
     url: `redis+cluster://${ports
       .slice(0, 3)
       .map((p) => `127.0.0.1:${p}`)
       .join(",")}`,
     ports,
-    masterOf: async (key) => (await slotOwner(key)).master,
-    async failover(key) {
-      const { master, replicas } = await slotOwner(key);
-      const replica = replicas[0];
-      if (replica === undefined) throw new Error(`master ${master} has no replica`);
-      await query(replica, (r) => r.cluster("FAILOVER"));
-      const { slot } = await slotOwner(key);
-      // Done when every node sees the replica as the slot's master.
-      await waitFor(
-        async () => {
-          for (const port of ports) {
-            const ranges = (await query(port, (r) => r.cluster("SLOTS"))) as unknown as SlotRange[];
-            const range = ranges.find(([from, to]) => slot >= from && slot <= to);
-            if (!range || range[2][1] !== replica) return false;
-          }
-          return true;
-        },
-        { what: `replica ${replica} to take over from ${master}`, timeoutMs: 60_000, intervalMs: 100 },
-      );
-      return replica;
-    },
+    masterOf: async (key) => (await slotOwner(ports, key)).master,
+    failover: (key) => failover(ports, key),
     stop,
   };
 }
