@@ -117,20 +117,66 @@ function DeliveryRow(props: {
   );
 }
 
-/** Deliveries, newest first, following events live: dead ones highlighted, retry one, or all dead ones of an endpoint. */
-export function Deliveries({ onChanged }: { onChanged: () => void }) {
+function DeliveryTable({
+  rows,
+  act,
+  endpointName,
+}: {
+  rows: Delivery[];
+  act: Act;
+  endpointName: (id: string) => string;
+}) {
+  const [open, setOpen] = useState<string>();
+  return (
+    <table className="table">
+      <TableHead columns={["Status", "Delivery", "Endpoint", "Attempts", "Last result", "Created"]} actions />
+      <tbody>
+        {rows.map((d) => (
+          <DeliveryRow
+            key={d.id}
+            d={d}
+            open={open === d.id}
+            toggle={() => setOpen(open === d.id ? undefined : d.id)}
+            act={act}
+            endpointName={endpointName}
+          />
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The list's query: status and endpoint filters, and the page (empty cursors: the newest). */
+function useDeliveryQuery() {
   const [status, setStatus] = useState<string>(() => new URLSearchParams(window.location.search).get("status") ?? "");
   const [endpointId, setEndpointId] = useState("");
-  const [open, setOpen] = useState<string>();
-  // Older pages: the cursors followed so far (the API's nextCursor); empty on the newest page.
+  // Older pages: the cursors followed so far (the API's nextCursor); a new filter starts at the newest.
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
-  const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
-  const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
   const query =
     `limit=100${status ? `&status=${status}` : ""}${endpointId ? `&endpointId=${endpointId}` : ""}` +
     (cursor ? `&cursor=${encodeURIComponent(cursor)}` : "");
-  const list = useAsync(() => api<Page<Delivery>>("GET", `/deliveries?${query}`), [query]);
+  const filter = (set: (v: string) => void) => (v: string) => {
+    setCursors([]);
+    set(v);
+  };
+  return {
+    query,
+    status,
+    endpointId,
+    cursors,
+    setCursors,
+    setStatus: filter(setStatus),
+    setEndpointId: filter(setEndpointId),
+  };
+}
+
+/** Deliveries, newest first, following events live: dead ones highlighted, retry one, or all dead ones of an endpoint. */
+export function Deliveries({ onChanged }: { onChanged: () => void }) {
+  const q = useDeliveryQuery();
+  const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
+  const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
+  const list = useAsync(() => api<Page<Delivery>>("GET", `/deliveries?${q.query}`), [q.query]);
   const refresh = async () => {
     await list.reload();
     onChanged();
@@ -145,51 +191,25 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
         {list.loading && list.data && <span className="muted small updating"> updating…</span>}
       </h1>
       <div className="toolbar">
-        <Filters
-          status={status}
-          setStatus={(s) => {
-            setCursors([]);
-            setStatus(s);
-          }}
-          endpointId={endpointId}
-          setEndpointId={(id) => {
-            setCursors([]);
-            setEndpointId(id);
-          }}
-          endpoints={endpoints.data?.data ?? []}
-        />
+        <Filters {...q} endpoints={endpoints.data?.data ?? []} />
         <RetryAll rows={rows} act={act} endpointName={endpointName} />
       </div>
       <ErrorNote message={error ?? list.error} />
       {list.loading && !list.data ? (
         <Loading />
       ) : rows.length === 0 ? (
-        <Empty title={status || endpointId ? `No ${status} deliveries here` : "No deliveries yet"}>
+        <Empty title={q.status || q.endpointId ? `No ${q.status} deliveries here` : "No deliveries yet"}>
           A delivery is made for each message that reaches an address routed to an endpoint.
         </Empty>
       ) : (
-        <table className="table">
-          <TableHead columns={["Status", "Delivery", "Endpoint", "Attempts", "Last result", "Created"]} actions />
-          <tbody>
-            {rows.map((d) => (
-              <DeliveryRow
-                key={d.id}
-                d={d}
-                open={open === d.id}
-                toggle={() => setOpen(open === d.id ? undefined : d.id)}
-                act={act}
-                endpointName={endpointName}
-              />
-            ))}
-          </tbody>
-        </table>
+        <DeliveryTable rows={rows} act={act} endpointName={endpointName} />
       )}
       <Pager
-        newer={cursors.length > 0}
+        newer={q.cursors.length > 0}
         older={list.data?.nextCursor ?? null}
         busy={list.loading}
-        onNewest={() => setCursors([])}
-        onOlder={(c) => setCursors([...cursors, c])}
+        onNewest={() => q.setCursors([])}
+        onOlder={(c) => q.setCursors([...q.cursors, c])}
       />
     </section>
   );
