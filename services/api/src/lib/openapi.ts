@@ -21,14 +21,14 @@ const RATE_HEADERS = {
 /** `:id` → `{id}` */
 export const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
 
+type Convert = (schema: z.ZodType, io: "input" | "output") => JsonSchema;
+
 /**
- * OpenAPI 3.1 from the routes the app registers and the zod schemas attached to them (JSON Schema
- * 2020-12, which OpenAPI 3.1 uses as is). Schemas are inlined; only the error body is a component.
+ * zod → JSON Schema for one document. Schemas with `.meta({ id })` come out as `$defs` +
+ * `#/$defs/<id>` refs; in an OpenAPI document `#` is the document itself, so they move to
+ * `components` (filled as a side effect) and the refs follow.
  */
-export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version: string; serverUrl?: string }) {
-  const components: Record<string, JsonSchema> = {};
-  // Schemas with `.meta({ id })` come out as `$defs` + `#/$defs/<id>` refs; in an OpenAPI document
-  // `#` is the document itself, so they move to components.schemas and the refs follow.
+function schemaConverter(components: Record<string, JsonSchema>): Convert {
   const relocate = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(relocate);
     if (!node || typeof node !== "object") return node;
@@ -38,7 +38,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version
     }
     return out;
   };
-  const convert = (schema: z.ZodType, io: "input" | "output"): JsonSchema => {
+  return (schema, io) => {
     const {
       $schema: _drop,
       $defs,
@@ -52,78 +52,104 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version
     }
     return relocate(rest) as JsonSchema;
   };
+}
 
+/** Path parameters (every `:name` of the path, typed from `doc.params` when given), then the query's. */
+function parametersOf(route: RegisteredRoute, doc: RouteDoc, convert: Convert): unknown[] {
+  const parameters: unknown[] = [];
+  const pathParams = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
+  const paramProps = (doc.params ? convert(doc.params, "input").properties : {}) as Record<string, JsonSchema>;
+  for (const name of pathParams) {
+    parameters.push({ name, in: "path", required: true, schema: paramProps[name] ?? { type: "string" } });
+  }
+  if (doc.query) {
+    const json = convert(doc.query, "input");
+    const required = new Set((json.required as string[] | undefined) ?? []);
+    for (const [name, schema] of Object.entries((json.properties ?? {}) as Record<string, JsonSchema>)) {
+      const { description, ...rest } = schema;
+      parameters.push({
+        name,
+        in: "query",
+        required: required.has(name),
+        ...(description ? { description } : {}),
+        schema: rest,
+      });
+    }
+  }
+  return parameters;
+}
+
+/** The route's own responses, then the errors it can answer: input (400), the common ones, 403 for writes, 413 for bodies. */
+function responsesOf(route: RegisteredRoute, doc: RouteDoc, convert: Convert): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  for (const [status, r] of Object.entries(doc.responses)) {
+    const contentType = r.contentType ?? "application/json";
+    responses[status] = {
+      description: r.description,
+      headers: RATE_HEADERS,
+      ...(r.schema ? { content: { [contentType]: { schema: convert(r.schema, "output") } } } : {}),
+    };
+  }
+  const errorContent = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
+  const errors: Record<string, string> = {
+    ...(doc.query || doc.body || doc.params ? { 400: "Invalid input: the message names the field and the rule" } : {}),
+    ...(doc.public ? {} : COMMON_ERRORS),
+    ...(doc.public || route.method === "GET" ? {} : { 403: "The API key is read-only" }),
+    ...(doc.body ? { 413: "Request body too large" } : {}),
+    ...doc.errors,
+  };
+  if (route.method === "GET") delete errors[403];
+  for (const [status, description] of Object.entries(errors)) {
+    responses[status] = {
+      description,
+      content: errorContent,
+      ...(status === "429" ? { headers: { "Retry-After": { schema: { type: "integer" } }, ...RATE_HEADERS } } : {}),
+    };
+  }
+  return responses;
+}
+
+const UNDOCUMENTED: RouteDoc = {
+  tag: "Undocumented",
+  summary: "Undocumented route",
+  responses: { 200: { description: "Undocumented" } },
+};
+
+/** One operation object; `operationId` is the method and the path in camel case (`getEmailsIdRaw`). */
+function operationOf(route: RegisteredRoute, convert: Convert) {
+  const path = openApiPath(route.path);
+  const doc = route.doc ?? UNDOCUMENTED;
+  const parameters = parametersOf(route, doc, convert);
+  const responses = responsesOf(route, doc, convert);
+  return {
+    tags: [doc.tag],
+    summary: doc.summary,
+    ...(doc.description ? { description: doc.description } : {}),
+    operationId: `${route.method.toLowerCase()}${path
+      .replace(/\/api\/v1/, "")
+      .replace(/[{}]/g, "")
+      .replace(/[/.-](\w)/g, (_m, c: string) => c.toUpperCase())}`,
+    ...(parameters.length ? { parameters } : {}),
+    ...(doc.body
+      ? { requestBody: { required: true, content: { "application/json": { schema: convert(doc.body, "input") } } } }
+      : {}),
+    responses,
+    ...(doc.public ? { security: [] } : {}),
+  };
+}
+
+/**
+ * OpenAPI 3.1 from the routes the app registers and the zod schemas attached to them (JSON Schema
+ * 2020-12, which OpenAPI 3.1 uses as is). Schemas are inlined; only the error body is a component.
+ */
+export function buildOpenApi(routes: readonly RegisteredRoute[], opts: { version: string; serverUrl?: string }) {
+  const components: Record<string, JsonSchema> = {};
+  const convert = schemaConverter(components);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const path = openApiPath(route.path);
-    const doc: RouteDoc = route.doc ?? {
-      tag: "Undocumented",
-      summary: "Undocumented route",
-      responses: { 200: { description: "Undocumented" } },
-    };
-    const parameters: unknown[] = [];
-    const pathParams = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
-    const paramProps = (doc.params ? convert(doc.params, "input").properties : {}) as Record<string, JsonSchema>;
-    for (const name of pathParams) {
-      parameters.push({ name, in: "path", required: true, schema: paramProps[name] ?? { type: "string" } });
-    }
-    if (doc.query) {
-      const json = convert(doc.query, "input");
-      const required = new Set((json.required as string[] | undefined) ?? []);
-      for (const [name, schema] of Object.entries((json.properties ?? {}) as Record<string, JsonSchema>)) {
-        const { description, ...rest } = schema;
-        parameters.push({
-          name,
-          in: "query",
-          required: required.has(name),
-          ...(description ? { description } : {}),
-          schema: rest,
-        });
-      }
-    }
-    const responses: Record<string, unknown> = {};
-    for (const [status, r] of Object.entries(doc.responses)) {
-      const contentType = r.contentType ?? "application/json";
-      responses[status] = {
-        description: r.description,
-        headers: RATE_HEADERS,
-        ...(r.schema ? { content: { [contentType]: { schema: convert(r.schema, "output") } } } : {}),
-      };
-    }
-    const errorContent = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
-    const errors: Record<string, string> = {
-      ...(doc.query || doc.body || doc.params
-        ? { 400: "Invalid input: the message names the field and the rule" }
-        : {}),
-      ...(doc.public ? {} : COMMON_ERRORS),
-      ...(doc.public || route.method === "GET" ? {} : { 403: "The API key is read-only" }),
-      ...(doc.body ? { 413: "Request body too large" } : {}),
-      ...doc.errors,
-    };
-    if (route.method === "GET") delete errors[403];
-    for (const [status, description] of Object.entries(errors)) {
-      responses[status] = {
-        description,
-        content: errorContent,
-        ...(status === "429" ? { headers: { "Retry-After": { schema: { type: "integer" } }, ...RATE_HEADERS } } : {}),
-      };
-    }
     paths[path] ??= {};
-    paths[path][route.method.toLowerCase()] = {
-      tags: [doc.tag],
-      summary: doc.summary,
-      ...(doc.description ? { description: doc.description } : {}),
-      operationId: `${route.method.toLowerCase()}${path
-        .replace(/\/api\/v1/, "")
-        .replace(/[{}]/g, "")
-        .replace(/[/.-](\w)/g, (_m, c: string) => c.toUpperCase())}`,
-      ...(parameters.length ? { parameters } : {}),
-      ...(doc.body
-        ? { requestBody: { required: true, content: { "application/json": { schema: convert(doc.body, "input") } } } }
-        : {}),
-      responses,
-      ...(doc.public ? { security: [] } : {}),
-    };
+    paths[path][route.method.toLowerCase()] = operationOf(route, convert);
   }
   components.Error = convert(errorSchema, "output");
   const webhooks = webhooksDoc(convert);
