@@ -42,14 +42,49 @@ export type EventHub = {
   heartbeatMs: number;
 };
 
-export function createEventHub(
-  redis: Redis,
-  prefix: string,
-  logger: Logger,
-  opts: { heartbeatMs?: number } = {},
-): EventHub {
+type Listeners = ReturnType<typeof listenerSets>;
+
+/** Listeners by account. One listener that throws is logged and does not keep the signal from the others. */
+function listenerSets(logger: Logger) {
   const listeners = new Map<string, Set<HubListener>>();
-  const channel = eventChannel(prefix);
+  return {
+    /** Adds `fn` under `accountId`; the returned function removes it (and the account's empty set). */
+    add(accountId: string, fn: HubListener): () => void {
+      let set = listeners.get(accountId);
+      if (!set) {
+        set = new Set();
+        listeners.set(accountId, set);
+      }
+      set.add(fn);
+      const own = set;
+      return () => {
+        own.delete(fn);
+        if (own.size === 0 && listeners.get(accountId) === own) listeners.delete(accountId);
+      };
+    },
+    /** To the account's listeners, or to every listener when no account is given. */
+    broadcast(signal: HubSignal, accountId?: string) {
+      const targets = accountId ? [listeners.get(accountId)] : [...listeners.values()];
+      for (const set of targets) {
+        for (const fn of set ?? []) {
+          try {
+            fn(signal);
+          } catch (err) {
+            logger.error({ err }, "event listener failed");
+          }
+        }
+      }
+    },
+    count: (accountId: string) => listeners.get(accountId)?.size ?? 0,
+    clear: () => listeners.clear(),
+  };
+}
+
+/**
+ * The replica's subscription to the event channel, fanning each event out to its account's
+ * listeners. `subscribe()` is shared by every caller and retried by the next one after a failure.
+ */
+function subscription(redis: Redis, channel: string, logger: Logger, listeners: Listeners, closed: () => boolean) {
   // A connection of its own (a subscribed connection can run nothing else), retrying for ever and
   // re-subscribing by itself after a reconnect. No command timeout (ioredis treats 0 as "time out
   // at once"): SUBSCRIBE simply waits in the offline queue until Redis is back.
@@ -60,71 +95,61 @@ export function createEventHub(
   });
   // Rate-limited with the process's other Redis errors: it reconnects in a loop while Redis is down.
   sub.on("error", (err: Error) => dependencyErrors(logger).report("redis", err, { source: "event subscriber" }));
-  let closed = false;
   let subscribed: Promise<void> | undefined;
   let everReady = false;
-
-  const broadcast = (signal: HubSignal, accountId?: string) => {
-    const targets = accountId ? [listeners.get(accountId)] : [...listeners.values()];
-    for (const set of targets) {
-      for (const fn of set ?? []) {
-        try {
-          fn(signal);
-        } catch (err) {
-          logger.error({ err }, "event listener failed");
-        }
-      }
-    }
-  };
 
   sub.on("message", (ch: string, text: string) => {
     if (ch !== channel) return;
     const event = parsePublishedEvent(text);
-    if (event) broadcast({ kind: "event", event }, event.accountId);
+    if (event) listeners.broadcast({ kind: "event", event }, event.accountId);
   });
   // ioredis re-subscribes on reconnect; whatever was published while it was away is lost to
   // pub/sub, so every listener looks once at the source of truth (Postgres or the stream).
   sub.on("ready", () => {
-    if (everReady && !closed) broadcast({ kind: "resync" });
+    if (everReady && !closed()) listeners.broadcast({ kind: "resync" });
     everReady = true;
   });
 
-  const subscribe = () => {
-    subscribed ??= sub.subscribe(channel).then(
-      () => undefined,
-      (err: Error) => {
-        subscribed = undefined;
-        throw err;
-      },
-    );
-    return subscribed;
+  return {
+    subscribe() {
+      subscribed ??= sub.subscribe(channel).then(
+        () => undefined,
+        (err: Error) => {
+          subscribed = undefined;
+          throw err;
+        },
+      );
+      return subscribed;
+    },
+    disconnect: () => sub.disconnect(),
   };
+}
 
+const toEntry = ([id, fields]: [string, string[]]): StreamEntry | null => {
+  const data = fields[fields.indexOf("data") + 1];
+  const event = data === undefined ? null : parsePublishedEvent(data);
+  return event ? { id, event } : null;
+};
+
+export function createEventHub(
+  redis: Redis,
+  prefix: string,
+  logger: Logger,
+  opts: { heartbeatMs?: number } = {},
+): EventHub {
+  const listeners = listenerSets(logger);
+  let closed = false;
+  const sub = subscription(redis, eventChannel(prefix), logger, listeners, () => closed);
   const streamKey = (accountId: string) => eventStreamKey(prefix, accountId);
-  const toEntry = ([id, fields]: [string, string[]]): StreamEntry | null => {
-    const data = fields[fields.indexOf("data") + 1];
-    const event = data === undefined ? null : parsePublishedEvent(data);
-    return event ? { id, event } : null;
-  };
 
   return {
     heartbeatMs: opts.heartbeatMs ?? 15_000,
-    listenerCount: (accountId) => listeners.get(accountId)?.size ?? 0,
+    listenerCount: listeners.count,
     async listen(accountId, fn) {
       if (closed) throw new Error("event hub closed");
-      let set = listeners.get(accountId);
-      if (!set) {
-        set = new Set();
-        listeners.set(accountId, set);
-      }
-      set.add(fn);
-      const own = set;
-      const off = () => {
-        own.delete(fn);
-        if (own.size === 0 && listeners.get(accountId) === own) listeners.delete(accountId);
-      };
+      const off = listeners.add(accountId, fn);
       try {
-        await subscribe();
+        await sub.subscribe();
       } catch (err) {
         off();
         throw err;
@@ -145,7 +170,7 @@ export function createEventHub(
     async close() {
       if (closed) return;
       closed = true;
-      broadcast({ kind: "closing" });
+      listeners.broadcast({ kind: "closing" });
       listeners.clear();
       sub.disconnect();
     },
