@@ -77,6 +77,70 @@ function matchWhere(accountId: string, f: z.output<typeof waitForEmailInput>): P
 
 export type WaitResult = { email: Awaited<ReturnType<typeof getEmail>> | null; timedOut: boolean };
 
+type Outcome = ReturnType<typeof oneOutcome>;
+
+/**
+ * The wait's one outcome, whichever comes first: a match, the timeout, the caller's abort or an
+ * error. Settling clears the timer and the abort listener and unregisters from the hub, so a
+ * finished wait holds nothing.
+ */
+function oneOutcome(
+  resolve: (r: WaitResult) => void,
+  reject: (e: Error) => void,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+) {
+  let settled = false;
+  let off: (() => void) | undefined;
+  const timer = setTimeout(() => finish({ email: null, timedOut: true }), timeoutMs);
+  const onAbort = () => finish(new AppError("unavailable", "The wait was cancelled"));
+  signal?.addEventListener("abort", onAbort, { once: true });
+
+  function finish(out: WaitResult | Error) {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+    off?.();
+    if (out instanceof Error) reject(out);
+    else resolve(out);
+  }
+  return {
+    finish,
+    onAbort,
+    get settled() {
+      return settled;
+    },
+    /** The hub registration is in place: keep its unregister function. False when the wait already ended. */
+    listening(unlisten: () => void): boolean {
+      off = unlisten;
+      if (settled) unlisten();
+      return !settled;
+    },
+  };
+}
+
+/** One look in Postgres (by event id, or on the first look and a resync by time): the oldest match settles the wait. */
+async function look(
+  ctx: OpsContext,
+  accountId: string,
+  where: Prisma.EmailWhereInput,
+  out: Outcome,
+  extra: Prisma.EmailWhereInput,
+) {
+  if (out.settled) return;
+  try {
+    const hit = await ctx.prisma.email.findFirst({
+      where: { AND: [where, extra] },
+      orderBy: [{ receivedAt: "asc" }, { id: "asc" }],
+      select: { id: true },
+    });
+    if (hit && !out.settled) out.finish({ email: await getEmail(ctx, accountId, hit.id), timedOut: false });
+  } catch (err) {
+    out.finish(err as Error);
+  }
+}
+
 /**
  * Waits for the first email of `accountId` matching the filter. Race-free without polling: the
  * replica's listener is registered first, then Postgres is asked once for mail already there
@@ -97,56 +161,27 @@ export async function waitForEmail(
   const where = matchWhere(accountId, f);
 
   return new Promise<WaitResult>((resolve, reject) => {
-    let settled = false;
-    let off: (() => void) | undefined;
-    const timer = setTimeout(() => finish({ email: null, timedOut: true }), f.timeoutSeconds * 1000);
-    const onAbort = () => finish(new AppError("unavailable", "The wait was cancelled"));
-    signal?.addEventListener("abort", onAbort, { once: true });
-
-    function finish(out: WaitResult | Error) {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      off?.();
-      if (out instanceof Error) reject(out);
-      else resolve(out);
-    }
-    /** One look in Postgres: by event id, or (first look, resync) by time. */
-    async function look(extra: Prisma.EmailWhereInput) {
-      if (settled) return;
-      try {
-        const hit = await ctx.prisma.email.findFirst({
-          where: { AND: [where, extra] },
-          orderBy: [{ receivedAt: "asc" }, { id: "asc" }],
-          select: { id: true },
-        });
-        if (hit && !settled) finish({ email: await getEmail(ctx, accountId, hit.id), timedOut: false });
-      } catch (err) {
-        finish(err as Error);
-      }
-    }
-
+    const out = oneOutcome(resolve, reject, f.timeoutSeconds * 1000, signal);
+    const lookFor = (extra: Prisma.EmailWhereInput) => look(ctx, accountId, where, out, extra);
     hub
       .listen(accountId, (s) => {
         if (s.kind === "closing") {
-          finish(new AppError("unavailable", "The server is shutting down; call wait_for_email again"));
+          out.finish(new AppError("unavailable", "The server is shutting down; call wait_for_email again"));
         } else if (s.kind === "resync") {
           // Events may have been missed while Redis was away: look once for what was stored meanwhile.
-          void look(f.receivedAfter ? {} : { createdAt: { gte: startedAt } });
+          void lookFor(f.receivedAfter ? {} : { createdAt: { gte: startedAt } });
         } else if (s.event.type === "email.received") {
-          void look({ id: s.event.emailId });
+          void lookFor({ id: s.event.emailId });
         }
       })
       .then(
         (unlisten) => {
-          off = unlisten;
-          if (settled) return unlisten();
-          if (signal?.aborted) return onAbort();
+          if (!out.listening(unlisten)) return;
+          if (signal?.aborted) return out.onAbort();
           // Listening first, then the one look for mail already there: nothing falls in between.
-          if (f.receivedAfter) void look({});
+          if (f.receivedAfter) void lookFor({});
         },
-        (err: Error) => finish(new AppError("unavailable", `Live events are unavailable: ${err.message}`)),
+        (err: Error) => out.finish(new AppError("unavailable", `Live events are unavailable: ${err.message}`)),
       );
   });
 }
