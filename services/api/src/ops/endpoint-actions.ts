@@ -24,24 +24,17 @@ export const endpointTestResultSchema = z
   .meta({ id: "EndpointTestResult" });
 
 /**
- * Spec §4 `POST /endpoints/{id}/test`: one sample `email.received` request exactly as a real
- * delivery would be sent (signed with the real secret(s), endpoint headers, the endpoint's
- * timeout, the same SSRF guard and no redirects; a chat message for Slack/Discord). Nothing is
- * written: no Delivery, no attempt. Inactive endpoints can be tested too (before re-activating).
+ * The `email.received` payload a test sends: a made-up email (not stored) to the endpoint's oldest
+ * address, so the receiver sees a recipient it knows; `test@example.com` when no address uses it.
  */
-export async function testEndpoint(ctx: OpsContext, accountId: string, id: string) {
-  const endpoint = await findOwnedEndpoint(ctx, accountId, id);
-  if (endpoint.type === "email") {
-    throw invalid("This endpoint is an email destination; the test operation sends an HTTP request");
-  }
+async function samplePayload(ctx: OpsContext, accountId: string, endpointId: string, now: Date) {
   const address = await ctx.prisma.address.findFirst({
-    where: { accountId, endpointId: endpoint.id },
+    where: { accountId, endpointId },
     include: { domain: { select: { domain: true } } },
     orderBy: { createdAt: "asc" },
   });
   const domain = address?.domain.domain ?? "example.com";
   const to = address ? `${address.localPart}@${domain}` : `test@${domain}`;
-  const now = new Date();
   const email = emailView(
     {
       id: newId("email"),
@@ -64,14 +57,29 @@ export async function testEndpoint(ctx: OpsContext, accountId: string, id: strin
     [],
     ctx.config.publicApiUrl,
   );
-  const payload = emailReceivedPayload({
+  return emailReceivedPayload({
     deliveryId: newId("delivery"),
     createdAt: now,
     email,
     domain,
     address: to,
-    endpointId: endpoint.id,
+    endpointId,
   });
+}
+
+/**
+ * Spec §4 `POST /endpoints/{id}/test`: one sample `email.received` request exactly as a real
+ * delivery would be sent (signed with the real secret(s), endpoint headers, the endpoint's
+ * timeout, the same SSRF guard and no redirects; a chat message for Slack/Discord). Nothing is
+ * written: no Delivery, no attempt. Inactive endpoints can be tested too (before re-activating).
+ */
+export async function testEndpoint(ctx: OpsContext, accountId: string, id: string) {
+  const endpoint = await findOwnedEndpoint(ctx, accountId, id);
+  if (endpoint.type === "email") {
+    throw invalid("This endpoint is an email destination; the test operation sends an HTTP request");
+  }
+  const now = new Date();
+  const payload = await samplePayload(ctx, accountId, endpoint.id, now);
   const { body, headers } = buildDeliveryRequest(endpoint, payload, now);
   const res = await guardedRequest({
     url: endpoint.url,
