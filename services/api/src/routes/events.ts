@@ -82,6 +82,65 @@ export function eventsRouter(ctx: OpsContext): Router {
   return r;
 }
 
+/**
+ * Writes the account's stream entries after the cursor to `res`, one pass at a time: a signal that
+ * arrives during a pass makes it read once more instead of starting a second pass, so entries go
+ * out in order and once.
+ */
+function entryPump(
+  ctx: OpsContext,
+  hub: NonNullable<OpsContext["events"]>,
+  accountId: string,
+  res: Response,
+  closed: () => boolean,
+) {
+  let cursor = "0";
+  let pumping = false;
+  let again = false;
+  return {
+    from(id: string) {
+      cursor = id;
+    },
+    async pump() {
+      if (pumping) {
+        again = true;
+        return;
+      }
+      pumping = true;
+      try {
+        do {
+          again = false;
+          for (;;) {
+            const entries = await hub.read(accountId, cursor, PAGE);
+            for (const { id, event } of entries) {
+              if (closed()) return;
+              res.write(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+              cursor = id;
+            }
+            if (entries.length < PAGE) break;
+          }
+        } while (again && !closed());
+      } catch (err) {
+        // Redis away: the next signal (reconnect, heartbeat) reads again from the same cursor.
+        ctx.logger.warn({ err: (err as Error).message, accountId }, "event stream read failed");
+      } finally {
+        pumping = false;
+      }
+    },
+  };
+}
+
+function openEventStream(res: Response) {
+  res.status(200);
+  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
+  res.setHeader("Cache-Control", "no-cache, no-transform");
+  res.setHeader("Connection", "keep-alive");
+  // Reverse proxies (nginx) must pass events through as they come.
+  res.setHeader("X-Accel-Buffering", "no");
+  res.flushHeaders();
+  res.write("retry: 3000\n: connected\n\n");
+}
+
 async function stream(
   ctx: OpsContext,
   hub: NonNullable<OpsContext["events"]>,
@@ -91,11 +150,10 @@ async function stream(
   res: Response,
 ) {
   let closed = false;
-  let cursor = resumeFrom ?? "0";
-  let pumping = false;
-  let again = false;
   let heartbeat: NodeJS.Timeout | undefined;
   let off: (() => void) | undefined;
+  const entries = entryPump(ctx, hub, accountId, res, () => closed);
+  entries.from(resumeFrom ?? "0");
 
   const end = () => {
     if (closed) return;
@@ -104,56 +162,22 @@ async function stream(
     off?.();
     res.end();
   };
-  /** Sends every entry after the cursor; a signal arriving meanwhile makes it read once more. */
-  const pump = async () => {
-    if (pumping) {
-      again = true;
-      return;
-    }
-    pumping = true;
-    try {
-      do {
-        again = false;
-        for (;;) {
-          const entries = await hub.read(accountId, cursor, PAGE);
-          for (const { id, event } of entries) {
-            if (closed) return;
-            res.write(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-            cursor = id;
-          }
-          if (entries.length < PAGE) break;
-        }
-      } while (again && !closed);
-    } catch (err) {
-      // Redis away: the next signal (reconnect, heartbeat) reads again from the same cursor.
-      ctx.logger.warn({ err: (err as Error).message, accountId }, "event stream read failed");
-    } finally {
-      pumping = false;
-    }
-  };
 
   // Register before choosing the start, so nothing published from here on can be missed.
-  off = await hub.listen(accountId, (s) => (s.kind === "closing" ? end() : void pump()));
+  off = await hub.listen(accountId, (s) => (s.kind === "closing" ? end() : void entries.pump()));
   res.on("close", end);
-  if (resumeFrom === undefined) cursor = (await hub.lastId(accountId)) ?? "0";
+  if (resumeFrom === undefined) entries.from((await hub.lastId(accountId)) ?? "0");
 
-  res.status(200);
-  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
-  res.setHeader("Cache-Control", "no-cache, no-transform");
-  res.setHeader("Connection", "keep-alive");
-  // Reverse proxies (nginx) must pass events through as they come.
-  res.setHeader("X-Accel-Buffering", "no");
-  res.flushHeaders();
-  res.write("retry: 3000\n: connected\n\n");
+  openEventStream(res);
   heartbeat = setInterval(() => {
     if (closed) return;
     res.write(": heartbeat\n\n");
     // A revoked key or an ended console session stops streaming within one heartbeat, as it would
     // stop any other request.
     recheck().then(
-      (still) => (still === accountId ? void pump() : end()),
+      (still) => (still === accountId ? void entries.pump() : end()),
       (err: unknown) => (err instanceof AppError ? end() : undefined),
     );
   }, hub.heartbeatMs);
-  await pump();
+  await entries.pump();
 }
