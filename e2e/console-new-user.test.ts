@@ -4,7 +4,6 @@ import { createDomainDns } from "@mailroom/domain-verification";
 import { type DnsServer, type Receiver, startDnsServer, startReceiver, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
 import type { Page } from "playwright-core";
-import { createMember } from "../services/api/test/console-helpers.ts";
 import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
@@ -28,6 +27,8 @@ const eventStreams: string[] = [];
 const emailListRequests: number[] = [];
 /** While true the receiver answers 503 on /orders (the inbox's endpoint). */
 let down = false;
+/** The one-time link the operator's `members create` printed. */
+let setPasswordLink: string;
 
 beforeAll(async () => {
   dns = await startDnsServer();
@@ -42,7 +43,15 @@ beforeAll(async () => {
     domainDns: createDomainDns({ servers: [dns.server], timeoutMs: 500, tries: 1 }),
   });
   acct = await stack.account();
-  await createMember(stack, acct.accountId, "first@newcomer.example.com", PASSWORD);
+  const m = await stack.admin(
+    "members",
+    "create",
+    "--account",
+    acct.accountId,
+    "--email",
+    "first@newcomer.example.com",
+  );
+  setPasswordLink = String(m.setPasswordUrl);
   ui = await openConsole(stack.apiUrl);
   page = ui.page;
   page.on("request", (r) => {
@@ -81,6 +90,23 @@ async function shots(name: string) {
 }
 
 describe("a new member, console only, from sign-in to a delivered webhook", () => {
+  it("sets a password through the one-time link (a mismatch is refused inline first)", async () => {
+    const { hash } = new URL(setPasswordLink);
+    await page.goto(`${stack.apiUrl}/console/set-password${hash}`);
+    await page.getByLabel(/New password/).fill(PASSWORD);
+    await page.getByLabel("Repeat it").fill(`${PASSWORD}!`);
+    await page.getByRole("button", { name: "Set password" }).click();
+    await page.getByRole("alert").filter({ hasText: "The two passwords differ" }).waitFor(WAIT);
+    await page.getByLabel("Repeat it").fill(PASSWORD);
+    await page.getByRole("button", { name: "Set password" }).click();
+    await page.getByRole("heading", { name: "Password set" }).waitFor(WAIT);
+    await shots("password-set");
+    const member = await stack.prisma.member.findUniqueOrThrow({ where: { email: "first@newcomer.example.com" } });
+    expect(member.passwordHash).toBeTruthy();
+    await page.getByRole("button", { name: "Go to sign-in" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor(WAIT);
+  });
+
   it("signs in and adds a domain with the keyboard alone", async () => {
     await page.goto(`${stack.apiUrl}/console/`);
     await page.getByRole("button", { name: "Sign in" }).waitFor(WAIT);

@@ -26,6 +26,54 @@ const NAV = [
   { path: "/api-keys", label: "API keys" },
 ] as const;
 
+/** The navigation, the current page marked, with the dead-delivery count on Deliveries. */
+function Nav({ path, dead }: { path: string; dead: number | undefined }) {
+  return (
+    <nav aria-label="Console">
+      {NAV.map((n) => (
+        <a
+          key={n.path}
+          href={`/console${n.path === "/" ? "/" : n.path}`}
+          aria-current={path === n.path ? "page" : undefined}
+          onClick={(e) => {
+            e.preventDefault();
+            navigate(n.path === "/" ? "/" : n.path);
+          }}
+        >
+          {n.label}
+          {n.path === "/deliveries" && dead !== undefined && dead > 0 && (
+            <span className="count" data-testid="dead-count" title={`${dead} dead deliveries`}>
+              {dead}
+            </span>
+          )}
+        </a>
+      ))}
+    </nav>
+  );
+}
+
+/** The page for a path below /console (the overview for any unknown one). */
+function PageAt({ path, onDeliveriesChanged }: { path: string; onDeliveriesChanged: () => void }) {
+  switch (path) {
+    case "/deliveries":
+      return <Deliveries onChanged={onDeliveriesChanged} />;
+    case "/mail":
+      return <Mail />;
+    case "/domains":
+      return <Domains />;
+    case "/inboxes":
+      return <Inboxes />;
+    case "/endpoints":
+      return <Endpoints />;
+    case "/shield":
+      return <Shield />;
+    case "/api-keys":
+      return <ApiKeys />;
+    default:
+      return <OverviewPage />;
+  }
+}
+
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
   const path = usePath();
   const [dead, setDead] = useState<number>();
@@ -41,31 +89,13 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
     return () => clearInterval(t);
   }, [refresh]);
   // `path` is the trigger: every navigation asks again.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: path is the trigger, not an input.
   useEffect(refresh, [path, refresh]);
   return (
     <div className="shell">
       <header className="top">
         <span className="brand">mailroom</span>
-        <nav aria-label="Console">
-          {NAV.map((n) => (
-            <a
-              key={n.path}
-              href={`/console${n.path === "/" ? "/" : n.path}`}
-              aria-current={path === n.path ? "page" : undefined}
-              onClick={(e) => {
-                e.preventDefault();
-                navigate(n.path === "/" ? "/" : n.path);
-              }}
-            >
-              {n.label}
-              {n.path === "/deliveries" && dead !== undefined && dead > 0 && (
-                <span className="count" data-testid="dead-count" title={`${dead} dead deliveries`}>
-                  {dead}
-                </span>
-              )}
-            </a>
-          ))}
-        </nav>
+        <Nav path={path} dead={dead} />
         <span className="who">
           {session.email}{" "}
           <button
@@ -81,23 +111,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         </span>
       </header>
       <main className="content">
-        {path === "/deliveries" ? (
-          <Deliveries onChanged={refresh} />
-        ) : path === "/mail" ? (
-          <Mail />
-        ) : path === "/domains" ? (
-          <Domains />
-        ) : path === "/inboxes" ? (
-          <Inboxes />
-        ) : path === "/endpoints" ? (
-          <Endpoints />
-        ) : path === "/shield" ? (
-          <Shield />
-        ) : path === "/api-keys" ? (
-          <ApiKeys />
-        ) : (
-          <OverviewPage />
-        )}
+        <PageAt path={path} onDeliveriesChanged={refresh} />
       </main>
     </div>
   );
@@ -110,6 +124,8 @@ function App() {
     setCsrfToken(s?.csrfToken);
     setSession(s);
   };
+  // Once, on load: signedIn only calls setters, which never change.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs once; signedIn is setters only.
   useEffect(() => {
     api<Session>("GET", "/session").then(signedIn, () => signedIn(null));
     const out = () => signedIn(null);

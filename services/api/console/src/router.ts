@@ -9,8 +9,9 @@ export function navigate(path: string): void {
 }
 
 /** The path below /console, e.g. "/deliveries"; "/" for the overview. */
+const read = () => window.location.pathname.replace(/^\/console/, "").replace(/\/+$/, "") || "/";
+
 export function usePath(): string {
-  const read = () => window.location.pathname.replace(/^\/console/, "").replace(/\/+$/, "") || "/";
   const [path, setPath] = useState(read);
   useEffect(() => {
     const on = () => setPath(read());

@@ -1,7 +1,39 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, type ApiKey, api } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, ShownOnce, TableHead, when } from "../components.tsx";
-import { useAsync, useSubmit } from "../use-async.ts";
+import { useAction, useAsync, useSubmit } from "../use-async.ts";
+
+function KeyTable({ keys, act }: { keys: ApiKey[]; act: (work: () => Promise<unknown>) => Promise<void> }) {
+  return (
+    <table className="table">
+      <TableHead columns={["Name", "Prefix", "Access", "Created", "Last used"]} actions />
+      <tbody>
+        {keys.map((k) => (
+          <tr key={k.id} className={k.revokedAt ? "revoked" : undefined}>
+            <td>{k.name ?? "—"}</td>
+            <td className="mono">{k.prefix}…</td>
+            <td>{k.scope === "read" ? "read-only" : "full"}</td>
+            <td>{when(k.createdAt)}</td>
+            <td>{when(k.lastUsedAt)}</td>
+            <td>
+              {k.revokedAt ? (
+                <span className="muted">revoked {when(k.revokedAt)}</span>
+              ) : (
+                <Button
+                  kind="danger"
+                  label={`Revoke key ${k.prefix}`}
+                  onClick={() => act(() => api("DELETE", `/api-keys/${k.id}`))}
+                >
+                  Revoke
+                </Button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
 
 /** Create (the full key shown once), list, revoke (the API refuses the key on the next request). */
 export function ApiKeys() {
@@ -20,6 +52,8 @@ export function ApiKeys() {
     });
   };
   const field = error instanceof ApiError ? error.field : undefined;
+  // Revoke errors (network, server) are shown above the list, not lost.
+  const { error: actionError, act } = useAction(list.reload);
   const keys = list.data?.data ?? [];
   return (
     <section aria-labelledby="keys-title">
@@ -43,42 +77,13 @@ export function ApiKeys() {
         {error && !field && <span className="error">{error.message}</span>}
       </form>
       {created && <ShownOnce what="this key" value={created} testId="new-key" onDone={() => setCreated(undefined)} />}
-      <ErrorNote message={list.error} />
+      <ErrorNote message={actionError ?? list.error} />
       {list.loading && !list.data ? (
         <Loading />
       ) : keys.length === 0 ? (
         <Empty title="No API keys">Create a key to use the REST API or MCP from your code.</Empty>
       ) : (
-        <table className="table">
-          <TableHead columns={["Name", "Prefix", "Access", "Created", "Last used"]} actions />
-          <tbody>
-            {keys.map((k) => (
-              <tr key={k.id} className={k.revokedAt ? "revoked" : undefined}>
-                <td>{k.name ?? "—"}</td>
-                <td className="mono">{k.prefix}…</td>
-                <td>{k.scope === "read" ? "read-only" : "full"}</td>
-                <td>{when(k.createdAt)}</td>
-                <td>{when(k.lastUsedAt)}</td>
-                <td>
-                  {k.revokedAt ? (
-                    <span className="muted">revoked {when(k.revokedAt)}</span>
-                  ) : (
-                    <Button
-                      kind="danger"
-                      label={`Revoke key ${k.prefix}`}
-                      onClick={async () => {
-                        await api("DELETE", `/api-keys/${k.id}`);
-                        await list.reload();
-                      }}
-                    >
-                      Revoke
-                    </Button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <KeyTable keys={keys} act={act} />
       )}
     </section>
   );

@@ -25,13 +25,28 @@ function parseHeaderLines(text: string): Record<string, string> {
  * Edit an endpoint with PATCH /endpoints/{id} (the REST route and its checks: public destination,
  * header rules, limits). The type is fixed at creation; email endpoints have no headers or timeout.
  */
+type Draft = { name: string; url: string; maxAttempts: string; timeoutSeconds: string; headers: string };
+const FIELDS = [
+  ["name", "Name"],
+  ["url", "URL"],
+  ["maxAttempts", "Max attempts"],
+  ["timeoutSeconds", "Timeout (s)"],
+] as const;
+const INLINE = ["name", "url", "maxAttempts", "timeoutSeconds", "headers"];
+
+function draftOf(ep: Endpoint): Draft {
+  return {
+    name: ep.name,
+    url: ep.url,
+    maxAttempts: String(ep.maxAttempts),
+    timeoutSeconds: String(ep.timeoutSeconds),
+    headers: headerLines(ep.headers),
+  };
+}
+
 export function EndpointEdit({ ep, onSaved, onCancel }: { ep: Endpoint; onSaved: () => void; onCancel: () => void }) {
   const email = ep.type === "email";
-  const [name, setName] = useState(ep.name);
-  const [url, setUrl] = useState(ep.url);
-  const [timeout, setTimeoutS] = useState(String(ep.timeoutSeconds));
-  const [attempts, setAttempts] = useState(String(ep.maxAttempts));
-  const [headers, setHeaders] = useState(headerLines(ep.headers));
+  const [d, setD] = useState<Draft>(() => draftOf(ep));
   const { busy, error, run } = useSubmit();
   const field = error instanceof ApiError ? error.field?.replace(/\..*$/, "") : undefined;
   const errorAt = (f: string) => (field === f ? error?.message.replace(/^[^:]+: /, "") : undefined);
@@ -39,10 +54,10 @@ export function EndpointEdit({ ep, onSaved, onCancel }: { ep: Endpoint; onSaved:
     e.preventDefault();
     void run(async () => {
       const body = {
-        name: name.trim(),
-        url: url.trim(),
-        maxAttempts: Number(attempts),
-        ...(email ? {} : { timeoutSeconds: Number(timeout), headers: parseHeaderLines(headers) }),
+        name: d.name.trim(),
+        url: d.url.trim(),
+        maxAttempts: Number(d.maxAttempts),
+        ...(email ? {} : { timeoutSeconds: Number(d.timeoutSeconds), headers: parseHeaderLines(d.headers) }),
       };
       await api("PATCH", `/endpoints/${ep.id}`, body);
       onSaved();
@@ -52,24 +67,16 @@ export function EndpointEdit({ ep, onSaved, onCancel }: { ep: Endpoint; onSaved:
   return (
     <form className="edit-form" onSubmit={save} aria-label={`Edit endpoint ${ep.name}`}>
       <div className="inline-form">
-        <TextField id={`${p}-name`} label="Name" value={name} onChange={setName} error={errorAt("name")} />
-        <TextField id={`${p}-url`} label="URL" value={url} onChange={setUrl} error={errorAt("url")} />
-        <TextField
-          id={`${p}-attempts`}
-          label="Max attempts"
-          value={attempts}
-          onChange={setAttempts}
-          error={errorAt("maxAttempts")}
-        />
-        {!email && (
+        {FIELDS.filter(([k]) => !(email && k === "timeoutSeconds")).map(([k, label]) => (
           <TextField
-            id={`${p}-timeout`}
-            label="Timeout (s)"
-            value={timeout}
-            onChange={setTimeoutS}
-            error={errorAt("timeoutSeconds")}
+            key={k}
+            id={`${p}-${k}`}
+            label={label}
+            value={d[k]}
+            onChange={(v) => setD({ ...d, [k]: v })}
+            error={errorAt(k)}
           />
-        )}
+        ))}
       </div>
       {!email && (
         <TextAreaField
@@ -77,8 +84,8 @@ export function EndpointEdit({ ep, onSaved, onCancel }: { ep: Endpoint; onSaved:
           label="Custom headers (one “Name: value” a line)"
           rows={3}
           mono
-          value={headers}
-          onChange={setHeaders}
+          value={d.headers}
+          onChange={(headers) => setD({ ...d, headers })}
           error={errorAt("headers")}
         />
       )}
@@ -89,9 +96,7 @@ export function EndpointEdit({ ep, onSaved, onCancel }: { ep: Endpoint; onSaved:
         <button type="button" className="btn" onClick={onCancel}>
           Cancel
         </button>
-        {error && !["name", "url", "maxAttempts", "timeoutSeconds", "headers"].includes(field ?? "") && (
-          <span className="error">{error.message}</span>
-        )}
+        {error && !INLINE.includes(field ?? "") && <span className="error">{error.message}</span>}
       </div>
     </form>
   );

@@ -82,13 +82,11 @@ function EndpointCard(props: {
   );
 }
 
-/** Endpoints: create (secret shown once), send a test, rotate the secret, pause and resume. */
-export function Endpoints() {
-  const list = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
+/** The create form; a webhook's signing secret (returned once) goes to `onCreated`. */
+function CreateEndpoint({ onCreated }: { onCreated: (secret: string | undefined) => Promise<unknown> }) {
   const [url, setUrl] = useState("");
   const [name, setName] = useState("");
   const [type, setType] = useState("webhook");
-  const [secret, setSecret] = useState<string>();
   const { busy, error, run } = useSubmit();
   const field = error instanceof ApiError ? error.field : undefined;
   const create = (e: FormEvent) => {
@@ -96,42 +94,55 @@ export function Endpoints() {
     void run(async () => {
       const body = { url: url.trim(), ...(name ? { name } : {}), ...(type === "webhook" ? {} : { type }) };
       const ep = await api<Endpoint & { secret?: string }>("POST", "/endpoints", body);
-      if (ep.secret) setSecret(ep.secret);
       setUrl("");
       setName("");
-      await list.reload();
+      await onCreated(ep.secret);
     });
   };
+  return (
+    <form className="card inline-form" onSubmit={create} aria-label="Create an endpoint">
+      <TextField
+        id="ep-url"
+        label="URL"
+        required
+        value={url}
+        placeholder="https://example.com/hooks/mail"
+        onChange={setUrl}
+        error={field === "url" ? error?.message.replace(/^url: /, "") : undefined}
+      />
+      <TextField id="ep-name" label="Name" value={name} placeholder="optional" onChange={setName} />
+      <div className="field">
+        <label htmlFor="ep-type">Type</label>
+        <select id="ep-type" value={type} onChange={(e) => setType(e.target.value)}>
+          <option value="webhook">Webhook (signed JSON)</option>
+          <option value="slack">Slack</option>
+          <option value="discord">Discord</option>
+          <option value="email">Email (mailto:)</option>
+        </select>
+      </div>
+      <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
+        {busy ? "Creating…" : "Create endpoint"}
+      </button>
+      {error && field !== "url" && <span className="error">{error.message}</span>}
+    </form>
+  );
+}
+
+/** Endpoints: create (secret shown once), send a test, rotate the secret, pause and resume. */
+export function Endpoints() {
+  const list = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
+  const [secret, setSecret] = useState<string>();
   const { error: actionError, act } = useAction(list.reload);
   const endpoints = list.data?.data ?? [];
   return (
     <section aria-labelledby="endpoints-title">
       <h1 id="endpoints-title">Endpoints</h1>
-      <form className="card inline-form" onSubmit={create} aria-label="Create an endpoint">
-        <TextField
-          id="ep-url"
-          label="URL"
-          required
-          value={url}
-          placeholder="https://example.com/hooks/mail"
-          onChange={setUrl}
-          error={field === "url" ? error?.message.replace(/^url: /, "") : undefined}
-        />
-        <TextField id="ep-name" label="Name" value={name} placeholder="optional" onChange={setName} />
-        <div className="field">
-          <label htmlFor="ep-type">Type</label>
-          <select id="ep-type" value={type} onChange={(e) => setType(e.target.value)}>
-            <option value="webhook">Webhook (signed JSON)</option>
-            <option value="slack">Slack</option>
-            <option value="discord">Discord</option>
-            <option value="email">Email (mailto:)</option>
-          </select>
-        </div>
-        <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
-          {busy ? "Creating…" : "Create endpoint"}
-        </button>
-        {error && field !== "url" && <span className="error">{error.message}</span>}
-      </form>
+      <CreateEndpoint
+        onCreated={(s) => {
+          if (s) setSecret(s);
+          return list.reload();
+        }}
+      />
       {secret && (
         <ShownOnce
           what="the signing secret"

@@ -4,25 +4,15 @@ import { Button, Empty, EndpointOptions, ErrorNote, Loading, TableHead, TextFiel
 import { navigate } from "../router.ts";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 
-/** Inboxes: addresses on the account's domains, routed to an endpoint or stored only; on/off. */
-export function Inboxes() {
-  const data = useAsync(() =>
-    Promise.all([
-      api<Page<Address>>("GET", "/addresses?limit=100"),
-      api<Page<Domain>>("GET", "/domains?limit=100"),
-      api<Page<Endpoint>>("GET", "/endpoints?limit=100"),
-    ]),
-  );
-  const [addresses, domains, endpoints] = data.data ?? [undefined, undefined, undefined];
+type Act = (work: () => Promise<unknown>) => Promise<void>;
+
+function CreateInbox(props: { domains: Domain[]; endpoints: Endpoint[]; onCreated: () => Promise<unknown> }) {
   const [localPart, setLocalPart] = useState("");
   const [domainId, setDomainId] = useState("");
   const [endpointId, setEndpointId] = useState("");
   const { busy, error, run } = useSubmit();
   const field = error instanceof ApiError ? error.field : undefined;
-  const chosenDomain = domainId || domains?.data[0]?.id || "";
-  const domainName = (id: string) => domains?.data.find((d) => d.id === id)?.domain ?? id;
-  const endpointName = (id: string | null) =>
-    id === null ? "store only" : (endpoints?.data.find((e) => e.id === id)?.name ?? id);
+  const chosenDomain = domainId || props.domains[0]?.id || "";
   const create = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
@@ -32,9 +22,87 @@ export function Inboxes() {
         ...(endpointId ? { endpointId } : {}),
       });
       setLocalPart("");
-      await data.reload();
+      await props.onCreated();
     });
   };
+  return (
+    <form className="card inline-form" onSubmit={create} aria-label="Create an inbox">
+      <TextField
+        id="inbox-local"
+        label="Address"
+        required
+        value={localPart}
+        placeholder="support"
+        onChange={setLocalPart}
+        error={field === "localPart" ? error?.message.replace(/^localPart: /, "") : undefined}
+      />
+      <div className="field">
+        <label htmlFor="inbox-domain">Domain</label>
+        <select id="inbox-domain" value={chosenDomain} onChange={(e) => setDomainId(e.target.value)}>
+          {props.domains.map((d) => (
+            <option key={d.id} value={d.id}>
+              @{d.domain}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field">
+        <label htmlFor="inbox-endpoint">Deliver to</label>
+        <select id="inbox-endpoint" value={endpointId} onChange={(e) => setEndpointId(e.target.value)}>
+          <option value="">store only</option>
+          <EndpointOptions endpoints={props.endpoints} />
+        </select>
+      </div>
+      <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
+        {busy ? "Creating…" : "Create inbox"}
+      </button>
+      {error && field !== "localPart" && <span className="error">{error.message}</span>}
+    </form>
+  );
+}
+
+function AddressRow({ a, address, endpoints, act }: { a: Address; address: string; endpoints: Endpoint[]; act: Act }) {
+  return (
+    <tr>
+      <td className="mono">{address}</td>
+      <td>
+        <select
+          aria-label={`Where mail to ${address} goes`}
+          value={a.endpointId ?? ""}
+          onChange={(e) => act(() => api("PATCH", `/addresses/${a.id}`, { endpointId: e.target.value || null }))}
+        >
+          <option value="">store only</option>
+          <EndpointOptions endpoints={endpoints} />
+        </select>
+      </td>
+      <td>
+        <span className={`badge ${a.active ? "delivered" : "retrying"}`}>{a.active ? "active" : "inactive"}</span>
+      </td>
+      <td>
+        <Button
+          label={`${a.active ? "Deactivate" : "Activate"} ${address}`}
+          onClick={() => act(() => api("PATCH", `/addresses/${a.id}`, { active: !a.active }))}
+        >
+          {a.active ? "Deactivate" : "Activate"}
+        </Button>
+      </td>
+    </tr>
+  );
+}
+
+/** Inboxes: addresses on the account's domains, routed to an endpoint or stored only; on/off; the catch-alls. */
+export function Inboxes() {
+  const data = useAsync(() =>
+    Promise.all([
+      api<Page<Address>>("GET", "/addresses?limit=100"),
+      api<Page<Domain>>("GET", "/domains?limit=100"),
+      api<Page<Endpoint>>("GET", "/endpoints?limit=100"),
+    ]),
+  );
+  const [addresses, domains, endpoints] = data.data ?? [undefined, undefined, undefined];
+  const domainName = (id: string) => domains?.data.find((d) => d.id === id)?.domain ?? id;
+  const endpointName = (id: string | null) =>
+    id === null ? "store only" : (endpoints?.data.find((e) => e.id === id)?.name ?? id);
   const { error: actionError, act } = useAction(data.reload);
   if (data.loading && !data.data) return <Loading />;
   if (!addresses || !domains || !endpoints) return <ErrorNote message={data.error} />;
@@ -44,38 +112,7 @@ export function Inboxes() {
       {domains.data.length === 0 ? (
         <Empty title="Add a domain first">An inbox is an address on one of your domains.</Empty>
       ) : (
-        <form className="card inline-form" onSubmit={create} aria-label="Create an inbox">
-          <TextField
-            id="inbox-local"
-            label="Address"
-            required
-            value={localPart}
-            placeholder="support"
-            onChange={setLocalPart}
-            error={field === "localPart" ? error?.message.replace(/^localPart: /, "") : undefined}
-          />
-          <div className="field">
-            <label htmlFor="inbox-domain">Domain</label>
-            <select id="inbox-domain" value={chosenDomain} onChange={(e) => setDomainId(e.target.value)}>
-              {domains.data.map((d) => (
-                <option key={d.id} value={d.id}>
-                  @{d.domain}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div className="field">
-            <label htmlFor="inbox-endpoint">Deliver to</label>
-            <select id="inbox-endpoint" value={endpointId} onChange={(e) => setEndpointId(e.target.value)}>
-              <option value="">store only</option>
-              <EndpointOptions endpoints={endpoints.data} />
-            </select>
-          </div>
-          <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
-            {busy ? "Creating…" : "Create inbox"}
-          </button>
-          {error && field !== "localPart" && <span className="error">{error.message}</span>}
-        </form>
+        <CreateInbox domains={domains.data} endpoints={endpoints.data} onCreated={data.reload} />
       )}
       <ErrorNote message={actionError} />
       {addresses.data.length === 0 ? (
@@ -84,39 +121,15 @@ export function Inboxes() {
         <table className="table">
           <TableHead columns={["Address", "Delivers to", "Status"]} actions />
           <tbody>
-            {addresses.data.map((a) => {
-              const address = `${a.localPart}@${domainName(a.domainId)}`;
-              return (
-                <tr key={a.id}>
-                  <td className="mono">{address}</td>
-                  <td>
-                    <select
-                      aria-label={`Where mail to ${address} goes`}
-                      value={a.endpointId ?? ""}
-                      onChange={(e) =>
-                        act(() => api("PATCH", `/addresses/${a.id}`, { endpointId: e.target.value || null }))
-                      }
-                    >
-                      <option value="">store only</option>
-                      <EndpointOptions endpoints={endpoints.data} />
-                    </select>
-                  </td>
-                  <td>
-                    <span className={`badge ${a.active ? "delivered" : "retrying"}`}>
-                      {a.active ? "active" : "inactive"}
-                    </span>
-                  </td>
-                  <td>
-                    <Button
-                      label={`${a.active ? "Deactivate" : "Activate"} ${address}`}
-                      onClick={() => act(() => api("PATCH", `/addresses/${a.id}`, { active: !a.active }))}
-                    >
-                      {a.active ? "Deactivate" : "Activate"}
-                    </Button>
-                  </td>
-                </tr>
-              );
-            })}
+            {addresses.data.map((a) => (
+              <AddressRow
+                key={a.id}
+                a={a}
+                address={`${a.localPart}@${domainName(a.domainId)}`}
+                endpoints={endpoints.data}
+                act={act}
+              />
+            ))}
           </tbody>
         </table>
       )}

@@ -3,6 +3,20 @@ import { api } from "../api.ts";
 import { navigate } from "../router.ts";
 import { useSubmit } from "../use-async.ts";
 
+function PasswordSet({ email }: { email: string }) {
+  return (
+    <main className="auth">
+      <div className="card">
+        <h1>Password set</h1>
+        <p>You can now sign in as {email}.</p>
+        <button type="button" className="btn primary" onClick={() => navigate("/sign-in")}>
+          Go to sign-in
+        </button>
+      </div>
+    </main>
+  );
+}
+
 /** Reads the one-time token from the URL fragment (never sent to the server in a URL or a log). */
 export function SetPassword() {
   const token = new URLSearchParams(window.location.hash.slice(1)).get("token") ?? "";
@@ -19,18 +33,7 @@ export function SetPassword() {
       setDone(r.email);
     });
   };
-  if (done)
-    return (
-      <main className="auth">
-        <div className="card">
-          <h1>Password set</h1>
-          <p>You can now sign in as {done}.</p>
-          <button type="button" className="btn primary" onClick={() => navigate("/sign-in")}>
-            Go to sign-in
-          </button>
-        </div>
-      </main>
-    );
+  if (done) return <PasswordSet email={done} />;
   return (
     <main className="auth">
       <form className="card" onSubmit={submit} aria-labelledby="setpw-title">

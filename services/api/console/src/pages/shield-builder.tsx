@@ -44,13 +44,58 @@ const scopeBody = (v: string) =>
 
 export type RuleTargets = { endpoints: Endpoint[]; domains: Domain[]; addresses: Address[] };
 
+function ConditionRow(props: {
+  c: Draft;
+  i: number;
+  removable: boolean;
+  change: (next: Partial<Draft>) => void;
+  remove: () => void;
+  errorAt: Err;
+  p: string;
+}) {
+  const { c, i, p, change } = props;
+  const n = i + 1;
+  return (
+    <div className="inline-form">
+      <SelectField
+        id={`${p}cond-field-${i}`}
+        label={`Field ${n}`}
+        value={c.field}
+        options={CONDITION_FIELDS}
+        onChange={(field) => change({ field })}
+      />
+      <SelectField
+        id={`${p}cond-op-${i}`}
+        label={`Operator ${n}`}
+        value={c.operator}
+        options={operatorsFor(c.field)}
+        onChange={(operator) => change({ operator })}
+      />
+      {operatorTakesValue(c.operator) && (
+        <TextField
+          id={`${p}cond-value-${i}`}
+          label={`Value ${n}`}
+          value={c.value}
+          onChange={(value) => change({ value })}
+          error={props.errorAt(`conditions[${i}].value`) ?? props.errorAt(`conditions[${i}].operator`)}
+        />
+      )}
+      {props.removable && (
+        <button type="button" className="btn" aria-label={`Remove condition ${n}`} onClick={props.remove}>
+          Remove
+        </button>
+      )}
+    </div>
+  );
+}
+
 function ConditionRows(props: {
   conditions: Draft[];
   set: (f: (l: Draft[]) => Draft[]) => void;
   errorAt: Err;
   p: string;
 }) {
-  const { conditions, set, errorAt, p } = props;
+  const { conditions, set } = props;
   const change = (i: number, next: Partial<Draft>) =>
     set((list) =>
       list.map((c, j) => {
@@ -64,46 +109,18 @@ function ConditionRows(props: {
   return (
     <fieldset className="conditions">
       <legend>All of these conditions match</legend>
-      {conditions.map((c, i) => {
-        const n = i + 1;
-        return (
-          <div className="inline-form" key={c.key}>
-            <SelectField
-              id={`${p}cond-field-${i}`}
-              label={`Field ${n}`}
-              value={c.field}
-              options={CONDITION_FIELDS}
-              onChange={(field) => change(i, { field })}
-            />
-            <SelectField
-              id={`${p}cond-op-${i}`}
-              label={`Operator ${n}`}
-              value={c.operator}
-              options={operatorsFor(c.field)}
-              onChange={(operator) => change(i, { operator })}
-            />
-            {operatorTakesValue(c.operator) && (
-              <TextField
-                id={`${p}cond-value-${i}`}
-                label={`Value ${n}`}
-                value={c.value}
-                onChange={(value) => change(i, { value })}
-                error={errorAt(`conditions[${i}].value`) ?? errorAt(`conditions[${i}].operator`)}
-              />
-            )}
-            {conditions.length > 1 && (
-              <button
-                type="button"
-                className="btn"
-                aria-label={`Remove condition ${n}`}
-                onClick={() => set((list) => list.filter((_, j) => j !== i))}
-              >
-                Remove
-              </button>
-            )}
-          </div>
-        );
-      })}
+      {conditions.map((c, i) => (
+        <ConditionRow
+          key={c.key}
+          c={c}
+          i={i}
+          removable={conditions.length > 1}
+          change={(next) => change(i, next)}
+          remove={() => set((list) => list.filter((_, j) => j !== i))}
+          errorAt={props.errorAt}
+          p={props.p}
+        />
+      ))}
       {conditions.length < CONDITIONS_MAX && (
         <button type="button" className="btn" onClick={() => set((list) => [...list, fresh()])}>
           Add condition
@@ -189,38 +206,14 @@ function ScopeSelect(props: { targets: RuleTargets; value: string; onChange: (v:
   );
 }
 
-/**
- * Create or edit a rule. Field/operator pairs come from core (operatorsFor, which the API's schema
- * checks with), so the builder cannot offer a pair the API would refuse; a 400 naming a field is
- * shown under that field. Editing PATCHes name, conditions and destinations: the API fixes action
- * and scope at creation, so those show but cannot change.
- */
-export function RuleBuilder(props: {
-  targets: RuleTargets;
-  rule?: ShieldRule;
-  onSaved: () => unknown;
-  onCancel?: () => void;
-}) {
-  const { rule } = props;
-  const p = rule ? `edit-${rule.id}-` : "";
+/** The form's state and its submit: POST for a new rule, PATCH (name, conditions, destinations) for `rule`. */
+function useRuleDraft(rule: ShieldRule | undefined, onSaved: () => unknown) {
   const [name, setName] = useState(rule?.name ?? "");
   const [action, setAction] = useState<RuleAction>(rule?.action ?? "block");
   const [routeTo, setRouteTo] = useState<string[]>(rule?.endpointIds ?? []);
   const [scope, setScope] = useState(rule ? scopeValue(rule) : "");
   const [conditions, setConditions] = useState<Draft[]>(rule ? rule.conditions.map(draftOf) : [fresh()]);
   const { busy, error, run } = useSubmit();
-  const field = error instanceof ApiError ? error.field : undefined;
-  const errorAt: Err = (path) => (field === path ? error?.message.slice(path.length + 2) : undefined);
-  // The paths whose errors have a place under a field; any other error is shown beside the button.
-  const inline = [
-    "name",
-    "endpointIds",
-    "endpointIds[0]",
-    "endpointIds[1]",
-    ...conditions.flatMap((c, i) =>
-      operatorTakesValue(c.operator) ? [`conditions[${i}].value`, `conditions[${i}].operator`] : [],
-    ),
-  ];
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
@@ -236,45 +229,115 @@ export function RuleBuilder(props: {
         setConditions([fresh()]);
         setRouteTo([]);
       }
-      await props.onSaved();
+      await onSaved();
     });
   };
+  return {
+    name,
+    setName,
+    action,
+    setAction,
+    routeTo,
+    setRouteTo,
+    scope,
+    setScope,
+    conditions,
+    setConditions,
+    busy,
+    error,
+    submit,
+  };
+}
+
+/** Where an API error goes: under the field it names, or (`inline` false) beside the button. */
+function errorPlaces(error: Error | undefined, conditions: Draft[]) {
+  const field = error instanceof ApiError ? error.field : undefined;
+  const errorAt: Err = (path) => (field === path ? error?.message.slice(path.length + 2) : undefined);
+  const places = [
+    "name",
+    "endpointIds",
+    "endpointIds[0]",
+    "endpointIds[1]",
+    ...conditions.flatMap((c, i) =>
+      operatorTakesValue(c.operator) ? [`conditions[${i}].value`, `conditions[${i}].operator`] : [],
+    ),
+  ];
+  return { errorAt, inline: places.includes(field ?? "") };
+}
+
+/** Name, and for a new rule its action and scope (an existing rule's are shown as fixed). */
+function RuleHead(props: {
+  f: ReturnType<typeof useRuleDraft>;
+  rule: ShieldRule | undefined;
+  targets: RuleTargets;
+  p: string;
+  error: string | undefined;
+}) {
+  const { f, rule } = props;
+  return (
+    <div className="inline-form">
+      <TextField
+        id={`${props.p}rule-name`}
+        label="Name"
+        required
+        value={f.name}
+        onChange={f.setName}
+        error={props.error}
+      />
+      {rule ? (
+        <p className="muted small">
+          Action <strong>{rule.action}</strong> · {rule.scope} scope (fixed once created)
+        </p>
+      ) : (
+        <>
+          <SelectField id="rule-action" label="Action" value={f.action} options={RULE_ACTIONS} onChange={f.setAction} />
+          <ScopeSelect targets={props.targets} value={f.scope} onChange={f.setScope} />
+        </>
+      )}
+    </div>
+  );
+}
+
+/**
+ * Create or edit a rule. Field/operator pairs come from core (operatorsFor, which the API's schema
+ * checks with), so the builder cannot offer a pair the API would refuse; a 400 naming a field is
+ * shown under that field. Editing PATCHes name, conditions and destinations: the API fixes action
+ * and scope at creation, so those show but cannot change.
+ */
+export function RuleBuilder(props: {
+  targets: RuleTargets;
+  rule?: ShieldRule;
+  onSaved: () => unknown;
+  onCancel?: () => void;
+}) {
+  const { rule } = props;
+  const p = rule ? `edit-${rule.id}-` : "";
+  const f = useRuleDraft(rule, props.onSaved);
+  const { errorAt, inline } = errorPlaces(f.error, f.conditions);
   const label = rule ? `Edit rule ${rule.name}` : "Create a shield rule";
   return (
-    <form className={rule ? "edit-form rule-form" : "card rule-form"} onSubmit={submit} aria-label={label}>
-      <div className="inline-form">
-        <TextField id={`${p}rule-name`} label="Name" required value={name} onChange={setName} error={errorAt("name")} />
-        {rule ? (
-          <p className="muted small">
-            Action <strong>{rule.action}</strong> · {rule.scope} scope (fixed once created)
-          </p>
-        ) : (
-          <>
-            <SelectField id="rule-action" label="Action" value={action} options={RULE_ACTIONS} onChange={setAction} />
-            <ScopeSelect targets={props.targets} value={scope} onChange={setScope} />
-          </>
-        )}
-      </div>
-      {action === "route" && (
+    <form className={rule ? "edit-form rule-form" : "card rule-form"} onSubmit={f.submit} aria-label={label}>
+      <RuleHead f={f} rule={rule} targets={props.targets} p={p} error={errorAt("name")} />
+      {f.action === "route" && (
         <Destinations
           endpoints={props.targets.endpoints}
-          chosen={routeTo}
-          onChange={setRouteTo}
+          chosen={f.routeTo}
+          onChange={f.setRouteTo}
           error={errorAt("endpointIds") ?? errorAt("endpointIds[0]") ?? errorAt("endpointIds[1]")}
           p={p}
         />
       )}
-      <ConditionRows conditions={conditions} set={setConditions} errorAt={errorAt} p={p} />
+      <ConditionRows conditions={f.conditions} set={f.setConditions} errorAt={errorAt} p={p} />
       <div className="toolbar">
-        <button type="submit" className="btn primary" disabled={busy} aria-busy={busy}>
-          {busy ? "Saving…" : rule ? "Save rule" : "Create rule"}
+        <button type="submit" className="btn primary" disabled={f.busy} aria-busy={f.busy}>
+          {f.busy ? "Saving…" : rule ? "Save rule" : "Create rule"}
         </button>
         {props.onCancel && (
           <button type="button" className="btn" onClick={props.onCancel}>
             Cancel
           </button>
         )}
-        {error && !inline.includes(field ?? "") && <span className="error">{error.message}</span>}
+        {f.error && !inline && <span className="error">{f.error.message}</span>}
       </div>
     </form>
   );
