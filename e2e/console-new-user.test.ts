@@ -206,6 +206,7 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
     await slack.waitFor(WAIT);
     // Chat endpoints are not signed: no secret to show or rotate.
     expect(await slack.getByRole("button", { name: "Rotate secret" }).count()).toBe(0);
+    expect(await page.getByTestId("endpoint-secret").count()).toBe(0);
     await slack.getByRole("button", { name: "Send test" }).click();
     await slack.getByTestId("endpoint-test").waitFor(WAIT);
     const posted = receiver.requests.find((r) => r.path === "/slack");

@@ -96,7 +96,8 @@ function CreateEndpoint({ onCreated }: { onCreated: (secret: string | undefined)
       const ep = await api<Endpoint & { secret?: string }>("POST", "/endpoints", body);
       setUrl("");
       setName("");
-      await onCreated(ep.secret);
+      // Only webhooks are signed; a chat or email endpoint's secret is never used, so it is not shown.
+      await onCreated(ep.type === "webhook" ? ep.secret : undefined);
     });
   };
   return (
