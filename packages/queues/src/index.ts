@@ -1,5 +1,5 @@
 export type { Job, Queue, Worker } from "bullmq";
-export { UnrecoverableError } from "bullmq";
+export { DelayedError, UnrecoverableError } from "bullmq";
 export * from "./catalog.ts";
 export * from "./connections.ts";
 export * from "./events.ts";

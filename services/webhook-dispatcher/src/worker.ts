@@ -1,6 +1,6 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { EventPublisher, MailEvent, Redis } from "@mailroom/queues";
-import { createWorker, type Worker } from "@mailroom/queues";
+import { createWorker, DelayedError, type Worker } from "@mailroom/queues";
 import { batchedAttemptStore } from "./attempt-store.ts";
 import { attemptDelivery, attemptOfJobId, type DispatchDeps, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
 import { createParking } from "./parking.ts";
@@ -37,14 +37,6 @@ export type DispatcherOptions = DispatchDeps & {
   /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
   metrics?: DeliveryMetrics;
 };
-
-/**
- * BullMQ treats an error named DelayedError as "the job moved itself to the delayed set": no
- * failure, no attempt used. The queues package does not re-export bullmq's class.
- */
-class MovedToDelayed extends Error {
-  override name = "DelayedError";
-}
 
 /**
  * The per-endpoint limit as the attempts see it: the Redis semaphore behind the in-process hand-off
@@ -109,7 +101,8 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       // from occupying every slot. Jitter spreads the waiting jobs out.
       const later = async (at: number, why: string): Promise<never> => {
         await job.moveToDelayed(at, job.token);
-        throw new MovedToDelayed(`delivery ${deliveryId}: ${why}`);
+        // BullMQ's own DelayedError: "the job moved itself to the delayed set", no failure, no attempt used.
+        throw new DelayedError(`delivery ${deliveryId}: ${why}`);
       };
       const park = (endpointId: string) => later(Date.now() + parking.park(deliveryId, endpointId), "busy");
       // Parked before and its endpoint still has neither a slot nor a place to wait here: park again
