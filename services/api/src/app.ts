@@ -45,12 +45,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable("x-powered-by");
   app.set("trust proxy", false);
 
-  app.use((req, res, next) => {
-    const given = req.header("x-request-id");
-    const id = given && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
-    res.setHeader("X-Request-Id", id);
-    next();
-  });
+  app.use(requestId);
   app.use(
     accessLog(
       deps.logger,
@@ -58,11 +53,39 @@ export function createApp(deps: AppDeps): Express {
       routeTemplates(() => registeredRoutes(app)),
     ),
   );
-
   app.get("/healthz", (_req, res) => {
     res.json({ ok: true });
   });
-  app.get("/readyz", async (_req, res) => {
+  app.get("/readyz", readiness(deps));
+
+  // Routes are read off the finished app once, on first use (the OpenAPI document and 405s).
+  let routes: RegisteredRoute[] | undefined;
+  const allRoutes = () => {
+    routes ??= registeredRoutes(app).filter((r) => r.path.startsWith("/api/v1/"));
+    return routes;
+  };
+  // The contract is public, like any API's reference: no key needed to read it.
+  app.get("/api/v1/openapi.json", openApiDocument(allRoutes));
+  // Signed attachment links carry their own authorisation (HMAC + expiry), so they come before the key check.
+  if (deps.signedUrlSecret) app.use(signedFilesRouter(deps, deps.signedUrlSecret));
+  mountInterfaces(app, deps, allRoutes);
+
+  app.use(notFoundOrMethodNotAllowed(allRoutes));
+  app.use(errorHandler(deps.logger));
+  return app;
+}
+
+/** The caller's X-Request-Id when it is a plain token, else a fresh one; echoed on the response. */
+const requestId: RequestHandler = (req, res, next) => {
+  const given = req.header("x-request-id");
+  const id = given && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
+  res.setHeader("X-Request-Id", id);
+  next();
+};
+
+/** 503 while draining or when Postgres or Redis does not answer, naming which. */
+function readiness(deps: AppDeps): RequestHandler {
+  return async (_req, res) => {
     if (deps.draining?.()) {
       res.status(503).json({ ok: false, draining: true });
       return;
@@ -79,45 +102,37 @@ export function createApp(deps: AppDeps): Express {
     ]);
     const ok = db === "ok" && redis === "ok";
     res.status(ok ? 200 : 503).json({ ok, postgres: db, redis });
-  });
-
-  // Routes are read off the finished app once, on first use (the OpenAPI document and 405s).
-  let routes: RegisteredRoute[] | undefined;
-  const allRoutes = () => {
-    routes ??= registeredRoutes(app).filter((r) => r.path.startsWith("/api/v1/"));
-    return routes;
   };
-  let openapi: unknown;
+}
 
-  // The contract is public, like any API's reference: no key needed to read it.
-  app.get(
-    "/api/v1/openapi.json",
-    documented(
-      {
-        tag: "Meta",
-        summary: "This OpenAPI 3.1 document",
-        public: true,
-        responses: {
-          200: {
-            description: "OpenAPI 3.1 document",
-            schema: z.looseObject({
-              openapi: z.literal("3.1.0"),
-              info: z.looseObject({ title: z.string(), version: z.string() }),
-              paths: z.record(z.string(), z.unknown()),
-            }),
-          },
+/** GET /api/v1/openapi.json, built once on first request from the routes the app registered. */
+function openApiDocument(allRoutes: () => RegisteredRoute[]): RequestHandler {
+  let openapi: unknown;
+  return documented(
+    {
+      tag: "Meta",
+      summary: "This OpenAPI 3.1 document",
+      public: true,
+      responses: {
+        200: {
+          description: "OpenAPI 3.1 document",
+          schema: z.looseObject({
+            openapi: z.literal("3.1.0"),
+            info: z.looseObject({ title: z.string(), version: z.string() }),
+            paths: z.record(z.string(), z.unknown()),
+          }),
         },
       },
-      (_req, res) => {
-        openapi ??= buildOpenApi(allRoutes(), { version: API_VERSION });
-        res.json(openapi);
-      },
-    ),
+    },
+    (_req, res) => {
+      openapi ??= buildOpenApi(allRoutes(), { version: API_VERSION });
+      res.json(openapi);
+    },
   );
+}
 
-  // Signed attachment links carry their own authorisation (HMAC + expiry), so they come before the key check.
-  if (deps.signedUrlSecret) app.use(signedFilesRouter(deps, deps.signedUrlSecret));
-
+/** The three ways in: the REST API, MCP for agents and the web console, each behind its own authentication. */
+function mountInterfaces(app: Express, deps: AppDeps, allRoutes: () => RegisteredRoute[]): void {
   // Authenticate before parsing, so an anonymous caller learns nothing but 401; then the per-key
   // rate limit, which also sets the RateLimit-* headers of every authenticated response.
   app.use(
@@ -138,7 +153,6 @@ export function createApp(deps: AppDeps): Express {
       rateLimit: rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
     }),
   );
-
   // The console (issue 17): its JSON API (session cookie + CSRF, same routers and ops as /api/v1)
   // and the built web app.
   app.use(
@@ -152,10 +166,6 @@ export function createApp(deps: AppDeps): Express {
     }),
   );
   app.use("/console", consoleStatic(deps.consoleDir ?? defaultConsoleDir()));
-
-  app.use(notFoundOrMethodNotAllowed(allRoutes));
-  app.use(errorHandler(deps.logger));
-  return app;
 }
 
 /**
