@@ -34,11 +34,11 @@ export function createRelay(opts: { url: string; timeoutMs?: number }): Relay {
         const rejected = ((info as { rejectedErrors?: RejectedError[] }).rejectedErrors ?? [])
           .map((e) => `${e.recipient}: ${e.response}`)
           .join("; ");
-        const reply = String(info.response);
+        const reply = storable(String(info.response));
         return { ok: true, reply: rejected ? `${reply} (refused: ${rejected})` : reply, code: replyCode(reply) };
       } catch (err) {
         const e = err as SmtpError;
-        const reply = (e.response ?? `${e.code ?? "ERROR"}: ${e.message}`).slice(0, 2000);
+        const reply = storable((e.response ?? `${e.code ?? "ERROR"}: ${e.message}`).slice(0, 2000));
         const permanent = typeof e.responseCode === "number" && e.responseCode >= 500 && e.responseCode < 600;
         return { ok: false, reply, permanent, code: e.responseCode ?? null };
       }
@@ -46,6 +46,12 @@ export function createRelay(opts: { url: string; timeoutMs?: number }): Relay {
     close: () => transport.close(),
   };
 }
+
+/**
+ * The relay's reply is recorded in Postgres, which cannot hold U+0000: a reply carrying one would
+ * fail the record after the message was handed over, and the attempt would be made again.
+ */
+const storable = (reply: string): string => reply.replaceAll("\u0000", "\uFFFD");
 
 const replyCode = (reply: string): number | null => {
   const m = /^(\d{3})/.exec(reply);
