@@ -14,7 +14,7 @@ export type Together = { spooled: Spooled; accepted: Set<string> };
  * inserted with their recipients. The bytes go as one binary parameter, cut apart by offset in
  * Postgres, so the statement text is the same for any batch size and is prepared once per connection.
  * Messages of an account without such a shard (allotment nearly used, or shards not yet set up this
- * month), or whose allotment seen at RCPT differs from another message's of the same account, come
+ * month), or whose allotment seen at RCPT differs from another message's of the same account,
  * are not in `accepted` and wrote nothing: the single-message path settles them exactly.
  */
 export async function spoolTogether(db: Queryable, inputs: SpoolInput[], now = new Date()): Promise<Together> {
