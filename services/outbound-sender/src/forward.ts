@@ -1,8 +1,17 @@
-import { createDkimKey, dkimSelectorFor, newMessageId, retryDelayMs } from "@mailroom/core";
-import { newId, type PrismaClient, poolOf } from "@mailroom/db";
+import { createDkimKey, dkimSelectorFor, newMessageId } from "@mailroom/core";
+import { type PrismaClient, poolOf } from "@mailroom/db";
+import {
+  type AttemptStore,
+  type ClaimedDelivery,
+  claimNext,
+  directAttemptStore,
+  type SettledOutcome,
+  settleAttempt,
+  type UnclaimedOutcome,
+} from "@mailroom/deliveries";
 import type { Logger } from "@mailroom/log";
 import { type DeliveryMetrics, secondsSince } from "@mailroom/observability";
-import { type EventPublisher, retryFor } from "@mailroom/queues";
+import type { EventPublisher } from "@mailroom/queues";
 import { type ByteStore, postgresByteStore } from "@mailroom/storage";
 import type Mail from "nodemailer/lib/mailer";
 import type { Relay, RelayResult } from "./relay.ts";
@@ -15,6 +24,10 @@ export type ForwardDeps = {
   /** A claimed attempt that has not been recorded after this long may be taken over. */
   leaseMs?: number;
   now?: () => Date;
+  /** The claim and record statements (@mailroom/deliveries); absent: one statement per attempt. */
+  store?: AttemptStore;
+  /** Queues the job of attempt `n` of a delivery, due at `at`; absent: the poller finds it due. */
+  requeue?: (deliveryId: string, n: number, at: Date) => Promise<unknown>;
   /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
   events?: EventPublisher;
   /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
@@ -23,14 +36,13 @@ export type ForwardDeps = {
   bytes?: ByteStore;
 };
 
-export type ForwardOutcome =
-  | { outcome: "delivered" | "dead"; attempt: number }
-  | { outcome: "retrying"; attempt: number; nextAttemptAt: Date }
-  | { outcome: "skipped"; reason: string };
+export type ForwardOutcome = SettledOutcome | UnclaimedOutcome;
 
 /** Header on every forward; a message carrying it is never forwarded again (forwarding loops). */
 export const FORWARDED_HEADER = "X-Service-Forwarded-By";
 const DEFAULT_LEASE_MS = 10 * 60_000;
+/** A job may fire this much before nextAttemptAt and still count as on time (as for webhooks). */
+const EARLY_TOLERANCE_MS = 500;
 
 const forwardSubject = (s: string) => (/^(fwd?|fw):/i.test(s.trim()) ? s.trim() : `Fwd: ${s.trim()}`);
 
@@ -50,7 +62,9 @@ export async function forwardDue(deps: ForwardDeps, limit = 50): Promise<number>
   for (const d of due) {
     const started = process.hrtime.bigint();
     const r = await attemptForward(deps, d.id);
-    if (r.outcome !== "skipped") deps.metrics?.attempt("email", r.outcome, secondsSince(started));
+    if (r.outcome === "delivered" || r.outcome === "retrying" || r.outcome === "dead") {
+      deps.metrics?.attempt("email", r.outcome, secondsSince(started));
+    }
   }
   return due.length;
 }
@@ -58,111 +72,89 @@ export async function forwardDue(deps: ForwardDeps, limit = 50): Promise<number>
 /**
  * Forwards the original message, unchanged, as a message/rfc822 attachment of a new message from the
  * address that received it (DKIM-signed by that domain, so DMARC aligns at the destination). The
- * Delivery row keeps the schedule exactly as for webhooks: attempts, backoff, `maxAttempts`, `dead`.
+ * attempt is claimed and recorded exactly as a webhook's (@mailroom/deliveries): attempts, backoff,
+ * `maxAttempts`, `dead`, and a lease, so a second job for the attempt never hands it over again.
  */
-export async function attemptForward(deps: ForwardDeps, deliveryId: string): Promise<ForwardOutcome> {
-  const { prisma } = deps;
+export async function attemptForward(
+  deps: ForwardDeps,
+  deliveryId: string,
+  opts: { expectedAttempt?: number } = {},
+): Promise<ForwardOutcome> {
   const now = deps.now ?? (() => new Date());
-  const d = await prisma.delivery.findUnique({
-    where: { id: deliveryId },
-    include: {
-      endpoint: true,
-      email: {
-        include: {
-          domain: { select: { id: true, domain: true, dkimTokens: true, dkimSelector: true, dkimPrivateKey: true } },
-        },
-      },
+  const store =
+    deps.store ??
+    directAttemptStore(deps.prisma, { leaseMarginMs: 0, leaseMs: deps.leaseMs ?? DEFAULT_LEASE_MS, email: true });
+  const at = now();
+  const c = await claimNext(deps.prisma, store, deliveryId, {
+    ...opts,
+    at,
+    toleranceMs: EARLY_TOLERANCE_MS,
+    email: true,
+  });
+  if ("unclaimed" in c) return c.unclaimed;
+  const d = c.claimed;
+  const startedAt = now();
+  const result = await forward(deps, d);
+  const finishedAt = now();
+  const made = {
+    ok: result.ok,
+    permanent: !result.ok && result.permanent,
+    statusCode: result.code,
+    error: result.ok ? null : result.reply,
+    responseBody: result.reply,
+    durationMs: finishedAt.getTime() - startedAt.getTime(),
+    startedAt,
+    finishedAt,
+  };
+  const requeue = deps.requeue ?? (async () => undefined);
+  const r = await settleAttempt({ ...deps, store, requeue }, d, made);
+  if (r.outcome !== "skipped") {
+    // A dead delivery needs someone to look at it (and maybe replay it): warn.
+    deps.logger[r.outcome === "dead" ? "warn" : "info"](
+      { deliveryId, attempt: r.attempt, status: r.outcome, reply: result.reply },
+      "forward attempt",
+    );
+  }
+  return r;
+}
+
+/** The forward of a claimed delivery handed to the relay (or refused before that). */
+async function forward(deps: ForwardDeps, d: ClaimedDelivery): Promise<RelayResult> {
+  const { prisma } = deps;
+  const e = await prisma.email.findUniqueOrThrow({
+    where: { id: d.emailId },
+    select: {
+      spoolId: true,
+      fromName: true,
+      headers: true,
+      domain: { select: { id: true, domain: true, dkimTokens: true, dkimSelector: true, dkimPrivateKey: true } },
     },
   });
-  if (d?.endpoint.type !== "email") return { outcome: "skipped", reason: "not an email destination" };
-  if (d.status !== "pending" && d.status !== "retrying") return { outcome: "skipped", reason: `already ${d.status}` };
-  const attempt = d.attemptCount + 1;
-  const claimed = await prisma.delivery.updateMany({
-    where: { id: d.id, attemptCount: d.attemptCount, status: d.status, nextAttemptAt: d.nextAttemptAt },
-    data: { nextAttemptAt: new Date(now().getTime() + (deps.leaseMs ?? DEFAULT_LEASE_MS)) },
-  });
-  if (claimed.count === 0) return { outcome: "skipped", reason: "claimed by another worker" };
-
-  const startedAt = now();
-  const e = d.email;
+  const email = d.email;
   const to = d.endpoint.url.replace(/^mailto:/i, "");
-  const from = e.recipient ?? e.toAddresses[0] ?? "";
+  const from = email.recipient ?? email.toAddresses[0] ?? "";
   const looped = (e.headers as { key?: string }[]).some((h) => h.key?.toLowerCase() === FORWARDED_HEADER.toLowerCase());
+  if (looped)
+    return { ok: false, reply: "not forwarded: the message is itself a forward (loop)", permanent: true, code: null };
   // The original bytes, through the byte store (the spool row in slices, or the object store).
   const raw = e.spoolId ? await (deps.bytes ?? postgresByteStore(poolOf(prisma))).readRaw(e.spoolId) : null;
-  let result: RelayResult;
-  if (looped)
-    result = { ok: false, reply: "not forwarded: the message is itself a forward (loop)", permanent: true, code: null };
-  else if (!raw || !e.domain || !from) {
-    result = { ok: false, reply: "the original message or its domain is no longer kept", permanent: true, code: null };
-  } else {
-    const key = await signingKey(prisma, e.domain);
-    const mail: Mail.Options = {
-      from: { name: `${e.fromName || e.fromAddress} via ${from}`, address: from },
-      replyTo: e.fromAddress || undefined,
-      to,
-      subject: forwardSubject(e.subject),
-      text: `Forwarded message from ${e.fromAddress} to ${from}, received ${e.receivedAt.toISOString()}.\nThe original is attached.\n\n${e.textBody}`,
-      messageId: newMessageId(e.domain.domain),
-      headers: { [FORWARDED_HEADER]: d.id },
-      attachments: [{ filename: "original.eml", contentType: "message/rfc822", content: raw }],
-      envelope: { from, to: [to] },
-      dkim: { domainName: e.domain.domain, keySelector: key.selector, privateKey: key.privateKey },
-    };
-    result = await deps.relay.send(mail);
+  if (!raw || !e.domain || !from) {
+    return { ok: false, reply: "the original message or its domain is no longer kept", permanent: true, code: null };
   }
-  const finishedAt = now();
-
-  const final = result.ok || result.permanent || attempt >= d.maxAttempts;
-  const status = result.ok ? "delivered" : final ? "dead" : "retrying";
-  const nextAttemptAt = final
-    ? null
-    : new Date(finishedAt.getTime() + retryDelayMs(attempt - d.attemptBase, deps.backoffUnitMs));
-  // Handed over (or refused): record it, retrying through a Postgres blip rather than forwarding again.
-  const recorded = await retryFor(() =>
-    prisma.$transaction(async (tx) => {
-      const r = await tx.delivery.updateMany({
-        where: { id: d.id, attemptCount: d.attemptCount, status: { in: ["pending", "retrying"] } },
-        data: {
-          attemptCount: attempt,
-          status,
-          nextAttemptAt,
-          lastStatusCode: result.code,
-          lastError: result.ok ? null : result.reply,
-          deliveredAt: result.ok ? finishedAt : null,
-        },
-      });
-      if (r.count === 0) return false;
-      await tx.deliveryAttempt.create({
-        data: {
-          id: newId("deliveryAttempt"),
-          deliveryId: d.id,
-          number: attempt,
-          statusCode: result.code,
-          durationMs: finishedAt.getTime() - startedAt.getTime(),
-          error: result.ok ? null : result.reply,
-          responseBody: result.reply.slice(0, 4096),
-          startedAt,
-          finishedAt,
-        },
-      });
-      return true;
-    }),
-  );
-  if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
-  // A dead delivery needs someone to look at it (and maybe replay it): warn.
-  deps.logger[status === "dead" ? "warn" : "info"](
-    { deliveryId, attempt, status, reply: result.reply },
-    "forward attempt",
-  );
-  // The final outcome is committed: tell the account's live streams, as the webhook dispatcher does.
-  if (!nextAttemptAt) {
-    const type = result.ok ? "delivery.succeeded" : "delivery.dead";
-    await deps.events?.({ type, accountId: d.accountId, deliveryId: d.id, emailId: d.emailId });
-  }
-  return nextAttemptAt
-    ? { outcome: "retrying", attempt, nextAttemptAt }
-    : { outcome: status as "delivered" | "dead", attempt };
+  const key = await signingKey(prisma, e.domain);
+  const mail: Mail.Options = {
+    from: { name: `${e.fromName || email.fromAddress} via ${from}`, address: from },
+    replyTo: email.fromAddress || undefined,
+    to,
+    subject: forwardSubject(email.subject),
+    text: `Forwarded message from ${email.fromAddress} to ${from}, received ${email.receivedAt.toISOString()}.\nThe original is attached.\n\n${email.textBody}`,
+    messageId: newMessageId(e.domain.domain),
+    headers: { [FORWARDED_HEADER]: d.id },
+    attachments: [{ filename: "original.eml", contentType: "message/rfc822", content: raw }],
+    envelope: { from, to: [to] },
+    dkim: { domainName: e.domain.domain, keySelector: key.selector, privateKey: key.privateKey },
+  };
+  return deps.relay.send(mail);
 }
 
 /** The domain's DKIM key; domains registered before outbound mail get theirs on first use. */

@@ -1,12 +1,18 @@
-import { emailReceivedPayload, emailView, retryDelayMs } from "@mailroom/core";
+import { emailReceivedPayload, emailView } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
+import {
+  type AttemptStore,
+  type ClaimedDelivery,
+  claimNext,
+  directAttemptStore,
+  settleAttempt,
+  unclaimDelivery,
+} from "@mailroom/deliveries";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
-import { type EventPublisher, enqueue, type Queue, retryFor } from "@mailroom/queues";
+import { type EventPublisher, enqueue, type Queue } from "@mailroom/queues";
 import type { AttachmentLinks } from "@mailroom/storage";
-import { type AttemptStore, directAttemptStore } from "./attempt-store.ts";
 import type { EndpointSlots } from "./slots.ts";
-import { type ClaimedDelivery, loadDelivery, unclaimDelivery } from "./store.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
 export type SendResult = { status: number | null; body: string; durationMs: number; error: string | null };
@@ -46,8 +52,6 @@ export type AttemptOutcome =
 const EARLY_TOLERANCE_MS = 500;
 /** A slot lease outlives the longest attempt (30 s timeout + DNS) so a crashed worker frees it. */
 export const SLOT_LEASE_MARGIN_MS = 15_000;
-/** How long recording a made attempt is retried while Postgres is unreachable. */
-const RECORD_DEADLINE_MS = 120_000;
 
 /**
  * One delivery attempt (DESIGN.md §3.3). The Delivery row is the source of truth: the attempt is
@@ -68,22 +72,14 @@ export async function attemptDelivery(
       busyEndpoints: () => deps.slots?.busyEndpoints?.() ?? [],
     });
   // Claim first, in the statement that loads everything the request needs: the slot is then held
-  // only around the request itself. The claim moves nextAttemptAt to the end of a lease that outlives
-  // the request. A second job for this attempt (the sweeper re-queued it after Redis lost the running
-  // one, or BullMQ wrongly took the running one for stalled) finds the claim and waits for the lease
-  // instead of POSTing concurrently; if this worker dies, the lease runs out and the attempt is made again.
+  // only around the request itself (the lease: claimNext).
   const at = now();
-  const d = await store.claim({
-    id: deliveryId,
-    ...(opts.expectedAttempt !== undefined ? { expectedCount: opts.expectedAttempt - 1 } : {}),
-    dueBy: new Date(at.getTime() + EARLY_TOLERANCE_MS),
-    now: at,
-  });
-  if (!d) return whyNotClaimed(deps, deliveryId, opts.expectedAttempt, at);
+  const c = await claimNext(deps.prisma, store, deliveryId, { ...opts, at, toleranceMs: EARLY_TOLERANCE_MS });
+  if ("unclaimed" in c) return c.unclaimed;
+  const d = c.claimed;
   if (d.busy) return { outcome: "busy", endpointId: d.endpointId };
-  const attempt = d.attemptCount + 1;
   const timeoutMs = d.endpoint.timeoutSeconds * 1000;
-  const holder = opts.holder ?? `${d.id}.${attempt}`;
+  const holder = opts.holder ?? `${d.id}.${d.attemptCount + 1}`;
   if (deps.slots && !(await acquireOrUnclaim(deps, d, holder, timeoutMs + SLOT_LEASE_MARGIN_MS))) {
     return { outcome: "busy", endpointId: d.endpointId };
   }
@@ -116,47 +112,21 @@ export async function attemptDelivery(
   // 410 Gone is a non-2xx answer like any other: spec §3/§6 retry every one until maxAttempts
   // (a receiver briefly answering 410 during a deploy must not lose the event). Only noted.
   const gone = result.status === 410 && result.error === null;
-  const exhausted = attempt >= d.maxAttempts;
-  const nextAttemptAt =
-    verdict.ok || exhausted
-      ? null
-      : new Date(finishedAt.getTime() + retryDelayMs(attempt - d.attemptBase, deps.backoffUnitMs));
-  const status = verdict.ok ? "delivered" : exhausted ? "dead" : "retrying";
-  const error = verdict.ok ? null : gone ? "HTTP 410 (gone)" : verdict.error;
-
-  // The request went out; now it must be recorded. Postgres being briefly away must not fail the job
-  // (its retry would POST again), so keep trying for a while.
-  const record = () =>
-    store.record({
-      deliveryId: d.id,
-      previousCount: d.attemptCount,
-      attempt,
-      status,
-      nextAttemptAt,
-      statusCode: result.status,
-      error,
-      deliveredAt: verdict.ok ? finishedAt : null,
-      durationMs: result.durationMs,
-      // Postgres text cannot hold NUL: a record refused for it would send the attempt again later.
-      responseBody: result.body.slice(0, 4096).replaceAll("\u0000", "\uFFFD"),
-      startedAt,
-      finishedAt,
-    });
-  const recorded = await retryFor(record, {
-    deadlineMs: RECORD_DEADLINE_MS,
-    onRetry: (err, n) =>
-      n === 1 && deps.logger.warn({ deliveryId, attempt, err: (err as Error).message }, "recording attempt; retrying"),
-  }).finally(() => released);
-  if (!recorded) return { outcome: "skipped", reason: "attempt recorded by another worker" };
-
-  if (nextAttemptAt) {
-    await enqueueAttempt(deps.queue, d.id, attempt + 1, nextAttemptAt);
-    return { outcome: "retrying", attempt, nextAttemptAt };
-  }
-  // The final outcome is committed: tell the account's live streams.
-  const type = verdict.ok ? "delivery.succeeded" : "delivery.dead";
-  await deps.events?.({ type, accountId: d.accountId, deliveryId: d.id, emailId: d.emailId });
-  return verdict.ok ? { outcome: "delivered", attempt } : { outcome: "dead", attempt };
+  const made = {
+    ok: verdict.ok,
+    statusCode: result.status,
+    error: verdict.ok ? null : gone ? "HTTP 410 (gone)" : verdict.error,
+    responseBody: result.body,
+    durationMs: result.durationMs,
+    startedAt,
+    finishedAt,
+  };
+  return settleAttempt(
+    { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at) },
+    d,
+    made,
+    released,
+  );
 }
 
 /**
@@ -174,28 +144,6 @@ async function acquireOrUnclaim(deps: DispatchDeps, d: ClaimedDelivery, holder: 
   }
   if (!ok) await unclaimDelivery(deps.prisma, d).catch(() => undefined);
   return ok;
-}
-
-/** Why a delivery could not be claimed, from the row as it is now (the rare path: one more statement). */
-async function whyNotClaimed(
-  deps: DispatchDeps,
-  deliveryId: string,
-  expectedAttempt: number | undefined,
-  at: Date,
-): Promise<AttemptOutcome> {
-  const d = await loadDelivery(deps.prisma, deliveryId);
-  if (!d) return { outcome: "skipped", reason: "delivery not found" };
-  if (d.status === "delivered" || d.status === "dead") return { outcome: "skipped", reason: `already ${d.status}` };
-  // Email destinations (mailto:) are forwarded over SMTP by the outbound-sender, not posted here.
-  if (d.endpoint.type === "email") return { outcome: "skipped", reason: "email destination (outbound-sender)" };
-  const next = d.attemptCount + 1;
-  if (expectedAttempt !== undefined && expectedAttempt !== next) {
-    return { outcome: "skipped", reason: `stale job for attempt ${expectedAttempt}; next is ${next}` };
-  }
-  if (!d.endpoint.active) return { outcome: "paused" };
-  // Not yet due, or claimed by another worker (its lease): run again then. A row that changed between
-  // the two statements is simply looked at again shortly.
-  return { outcome: "early", nextAttemptAt: d.nextAttemptAt ?? new Date(at.getTime() + EARLY_TOLERANCE_MS) };
 }
 
 /** The job of attempt `n`: its id dedupes re-enqueues by the sweeper or a restarted process. */

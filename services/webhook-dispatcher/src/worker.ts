@@ -1,7 +1,7 @@
+import { batchedAttemptStore } from "@mailroom/deliveries";
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { EventPublisher, MailEvent, Redis } from "@mailroom/queues";
 import { createWorker, DelayedError, type Worker } from "@mailroom/queues";
-import { batchedAttemptStore } from "./attempt-store.ts";
 import { attemptDelivery, attemptOfJobId, type DispatchDeps, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
 import { createParking } from "./parking.ts";
 import { createEndpointSlots, createLocalSlots, type EndpointSlots } from "./slots.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type AttemptRecord, claimDeliveries, claimDelivery, recordAttempts } from "../src/store.ts";
+import { type AttemptRecord, claimDeliveries, claimDelivery, recordAttempts } from "@mailroom/deliveries";
 import { type Harness, type Seeded, seedAccount, seedDelivery, seedEndpoint, startHarness } from "./fixtures.ts";
 
 let h: Harness;

@@ -3,6 +3,7 @@ import { createBatcher } from "./batcher.ts";
 import {
   type AttemptRecord,
   type ClaimedDelivery,
+  type ClaimOptions,
   type ClaimRequest,
   claimDeliveries,
   claimDelivery,
@@ -10,17 +11,18 @@ import {
   recordAttempts,
 } from "./store.ts";
 
-/** The claim and record statements of attempts, as attemptDelivery uses them. */
+/** The claim and record statements of attempts, as the dispatcher and the forward worker use them. */
 export type AttemptStore = {
   claim(req: ClaimRequest): Promise<ClaimedDelivery | null>;
   record(a: AttemptRecord): Promise<boolean>;
 };
 
-type StoreOptions = {
-  leaseMarginMs: number;
+type StoreOptions = Omit<ClaimOptions, "busyEndpoints"> & {
   /** Endpoints with no slot free in this process, asked when the claim statement is sent. */
   busyEndpoints?: () => string[];
 };
+
+const claimOptions = (opts: StoreOptions): ClaimOptions => ({ ...opts, busyEndpoints: opts.busyEndpoints?.() ?? [] });
 
 /** Most attempts in one statement: the worker's concurrency is far below it in practice. */
 const MAX_BATCH = 64;
@@ -28,12 +30,7 @@ const MAX_BATCH = 64;
 /** One statement per attempt (tests, and attemptDelivery without a store). */
 export function directAttemptStore(prisma: PrismaClient, opts: StoreOptions): AttemptStore {
   return {
-    claim: (req) =>
-      claimDelivery(prisma, req.id, {
-        ...req,
-        leaseMarginMs: opts.leaseMarginMs,
-        busyEndpoints: opts.busyEndpoints?.() ?? [],
-      }),
+    claim: (req) => claimDelivery(prisma, req.id, { ...req, ...claimOptions(opts) }),
     record: (a) => recordAttempt(prisma, a),
   };
 }
@@ -46,11 +43,10 @@ export function directAttemptStore(prisma: PrismaClient, opts: StoreOptions): At
  * its attempts would have done one by one.
  */
 export function batchedAttemptStore(prisma: PrismaClient, opts: StoreOptions): AttemptStore {
-  const claim = createBatcher(
-    (reqs: ClaimRequest[]) =>
-      claimDeliveries(prisma, reqs, { leaseMarginMs: opts.leaseMarginMs, busyEndpoints: opts.busyEndpoints?.() ?? [] }),
-    { max: MAX_BATCH, key: (r) => r.id },
-  );
+  const claim = createBatcher((reqs: ClaimRequest[]) => claimDeliveries(prisma, reqs, claimOptions(opts)), {
+    max: MAX_BATCH,
+    key: (r) => r.id,
+  });
   const record = createBatcher((as: AttemptRecord[]) => recordAttempts(prisma, as), {
     max: MAX_BATCH,
     key: (a) => a.deliveryId,

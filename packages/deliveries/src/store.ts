@@ -2,9 +2,11 @@ import type { AttachmentRow, EmailRow } from "@mailroom/core";
 import { newId, type PrismaClient, poolOf } from "@mailroom/db";
 
 /**
- * The dispatcher's two statements per attempt — claim (with everything the request needs) and
- * record — each one round trip, and each taking many attempts at once (the worker coalesces the
- * claims and records of concurrent jobs, batcher.ts). Prisma's nested findUnique took five round
+ * The two statements per delivery attempt — claim (with everything the request needs) and record —
+ * each one round trip, and each taking many attempts at once (the webhook dispatcher coalesces the
+ * claims and records of concurrent jobs, batcher.ts). Shared by the webhook dispatcher (HTTP
+ * destinations) and the outbound-sender's forward worker (email destinations): one claim, one record,
+ * so both keep the same guarantees (no attempt made twice under one delivery id). Prisma's nested findUnique took five round
  * trips (delivery, endpoint, email, attachments, domain), the claim one more and the record's
  * interactive transaction four (BEGIN, UPDATE, INSERT, COMMIT). They run on node-postgres directly
  * (the pool under Prisma, as blobs.ts does), as named statements: each pooled connection parses and
@@ -86,7 +88,7 @@ const selectLoaded = (from: string, extra = "", where = `WHERE d."id" = $1`) => 
 /** The delivery as it is, whatever its state: to tell why it could not be claimed. */
 export async function loadDelivery(prisma: PrismaClient, id: string): Promise<LoadedDelivery | null> {
   const { rows } = await poolOf(prisma).query<Row>({
-    name: "dispatcher-load",
+    name: "delivery-load",
     text: selectLoaded(`"deliveries"`),
     values: [id],
   });
@@ -106,13 +108,13 @@ const CLAIM = `
         JOIN "deliveries" d ON d."id" = req."id"
         JOIN "endpoints" ep ON ep."id" = d."endpointId"
        WHERE d."status" IN ('pending', 'retrying') AND (req."expected" IS NULL OR d."attemptCount" = req."expected")
-         AND ep."active" AND ep."type" <> 'email' AND (d."nextAttemptAt" IS NULL OR d."nextAttemptAt" <= req."dueBy")
+         AND ep."active" AND (ep."type" = 'email') = $7::boolean AND (d."nextAttemptAt" IS NULL OR d."nextAttemptAt" <= req."dueBy")
        ORDER BY d."id"
          FOR UPDATE OF d
     ), claimed AS (
       UPDATE "deliveries" d
          SET "nextAttemptAt" = CASE WHEN due."busy" THEN d."nextAttemptAt"
-                               ELSE due."now" + (due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond' END,
+                               ELSE due."now" + coalesce($8::int, due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond' END,
              "updatedAt" = CASE WHEN due."busy" THEN d."updatedAt" ELSE now() END
         FROM due
        WHERE d."id" = due."id"
@@ -120,11 +122,22 @@ const CLAIM = `
     )
     ${selectLoaded("claimed", `, d."previousNextAttemptAt", d."busy"`, "")}`;
 
+/** How a claim is taken: which destinations, and how long the lease lasts. */
+export type ClaimOptions = {
+  /** The lease: the endpoint's timeout plus this (HTTP destinations). */
+  leaseMarginMs: number;
+  /** A fixed lease instead (email destinations: the relay's timeouts, not the endpoint's, bound them). */
+  leaseMs?: number;
+  /** Email destinations (the forward worker) instead of HTTP ones (webhook, Slack, Discord). */
+  email?: boolean;
+  busyEndpoints?: string[];
+};
+
 /**
  * Claims each delivery's next attempt and loads it, all in one statement: only if it is pending or
- * retrying, on an active HTTP endpoint, due by `dueBy`, and (with `expectedCount`) still at that
- * attempt count. nextAttemptAt moves to a lease of the endpoint's timeout plus `leaseMarginMs` from
- * `now`; the row locks (FOR UPDATE, taken in id order so that two claimers cannot deadlock, and
+ * retrying, on an active endpoint of the kind asked for (HTTP, or email with `email`), due by `dueBy`, and (with `expectedCount`) still at that
+ * attempt count. nextAttemptAt moves to a lease of the endpoint's timeout plus `leaseMarginMs` (or
+ * `leaseMs`) from `now`; the row locks (FOR UPDATE, taken in id order so that two claimers cannot deadlock, and
  * re-checked after a concurrent update) make two claimers of one attempt exclusive. Null for a
  * request not claimable now (`loadDelivery` says why). A delivery for one of `busyEndpoints` (no slot
  * free in this process) comes back with `busy` and is not claimed: the job learns its endpoint in the
@@ -133,10 +146,10 @@ const CLAIM = `
 export async function claimDeliveries(
   prisma: PrismaClient,
   reqs: ClaimRequest[],
-  opts: { leaseMarginMs: number; busyEndpoints?: string[] },
+  opts: ClaimOptions,
 ): Promise<(ClaimedDelivery | null)[]> {
   const { rows } = await poolOf(prisma).query<Row & { previousNextAttemptAt: Date | null; busy: boolean }>({
-    name: "dispatcher-claim",
+    name: "delivery-claim",
     text: CLAIM,
     values: [
       reqs.map((r) => r.id),
@@ -145,6 +158,8 @@ export async function claimDeliveries(
       reqs.map((r) => r.now),
       opts.leaseMarginMs,
       opts.busyEndpoints ?? [],
+      opts.email === true,
+      opts.leaseMs ?? null,
     ],
   });
   const byId = new Map(rows.map((r) => [r.id, r]));
@@ -165,7 +180,7 @@ export async function claimDeliveries(
 export async function claimDelivery(
   prisma: PrismaClient,
   id: string,
-  opts: Omit<ClaimRequest, "id"> & { leaseMarginMs: number; busyEndpoints?: string[] },
+  opts: Omit<ClaimRequest, "id"> & ClaimOptions,
 ): Promise<ClaimedDelivery | null> {
   const [claimed] = await claimDeliveries(prisma, [{ ...opts, id }], opts);
   return claimed ?? null;
@@ -178,7 +193,7 @@ export async function claimDelivery(
  */
 export async function unclaimDelivery(prisma: PrismaClient, d: ClaimedDelivery): Promise<void> {
   await poolOf(prisma).query({
-    name: "dispatcher-unclaim",
+    name: "delivery-unclaim",
     text: `UPDATE "deliveries" SET "nextAttemptAt" = $1, "updatedAt" = now()
             WHERE "id" = $2 AND "attemptCount" = $3 AND "status" IN ('pending', 'retrying') AND "nextAttemptAt" = $4`,
     values: [d.previousNextAttemptAt, d.id, d.attemptCount, d.nextAttemptAt],
@@ -281,7 +296,7 @@ const RECORD = `
 export async function recordAttempts(prisma: PrismaClient, as: AttemptRecord[]): Promise<boolean[]> {
   const col = <K extends keyof AttemptRecord>(k: K) => as.map((a) => a[k]);
   const { rows } = await poolOf(prisma).query<{ deliveryId: string }>({
-    name: "dispatcher-record",
+    name: "delivery-record",
     text: RECORD,
     values: [
       col("deliveryId"),

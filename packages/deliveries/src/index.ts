@@ -1,0 +1,4 @@
+export * from "./attempt-store.ts";
+export * from "./batcher.ts";
+export * from "./settle.ts";
+export * from "./store.ts";
