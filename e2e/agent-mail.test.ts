@@ -119,7 +119,7 @@ beforeAll(async () => {
     prefix: stack.env.redisPrefix,
     concurrency: 2,
     sweepIntervalMs: 3_600_000,
-    forwardPollMs: 50,
+    forwardQueue: stack.forwardQueue,
     events: createEventPublisher(redis, stack.env.redisPrefix, () => undefined),
   });
   [a, b] = [await stack.account(), await stack.account()];

@@ -60,7 +60,7 @@ describe("metrics and health of every service process", () => {
       ["smtp-ingest", { SMTP_PORT: String(smtpPort), SMTP_HOST: "127.0.0.1", SMTP_HOSTNAME: "mx.mailroom.test" }],
       ["rule-engine", { DNS_SERVERS: dns.server, SMTP_HOSTNAME: "mx.mailroom.test" }],
       ["webhook-dispatcher", { ALLOW_PRIVATE_DESTINATIONS: "true", DNS_SERVERS: dns.server }],
-      ["outbound-sender", { SMTP_RELAY_URL: relay.url, FORWARD_POLL_MS: "500" }],
+      ["outbound-sender", { SMTP_RELAY_URL: relay.url }],
       ["domain-verifier", { DNS_SERVERS: dns.server, VERIFY_POLL_INTERVAL_MS: "200", DNS_TIMEOUT_MS: "500" }],
     ];
     for (const [name, env] of specs) procs.set(name, await startService(name, { ...shared, ...env }));

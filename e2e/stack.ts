@@ -13,11 +13,11 @@ import { createEventHub, type EventHub } from "../services/api/src/events/hub.ts
 import { createDestinationCheck } from "../services/api/src/lib/destinations.ts";
 import { outboundEnqueuer } from "../services/api/src/lib/outbound-queue.ts";
 import type { RateLimitConfig } from "../services/api/src/lib/rate-limit.ts";
+import { deliveryEnqueuer } from "../services/api/src/ops/deliveries.ts";
 import { createParser } from "../services/rule-engine/src/parse.ts";
 import type { DnsResolve } from "../services/rule-engine/src/verdicts.ts";
 import { startRuleEngine } from "../services/rule-engine/src/worker.ts";
 import { createIngestServer } from "../services/smtp-ingest/src/server.ts";
-import { enqueueAttempt } from "../services/webhook-dispatcher/src/dispatch.ts";
 import { createSender } from "../services/webhook-dispatcher/src/send.ts";
 import { startDispatcher } from "../services/webhook-dispatcher/src/worker.ts";
 import { runCommand } from "../tools/admin/src/commands.ts";
@@ -31,6 +31,8 @@ export type Stack = {
   smtpPort: number;
   inboundQueue: Queue;
   deliveryQueue: Queue;
+  /** Queue `forward`: deliveries to email destinations; a test starts the outbound sender on it. */
+  forwardQueue: Queue;
   /** Queue `outbound`: the API enqueues sends here; a test starts the outbound sender on it. */
   outboundQueue: Queue;
   /** The API's live-event hub (wait_for_email, GET /events). */
@@ -89,6 +91,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const worker = createRedis(env.redisUrl, "worker");
   const inboundQueue = createQueue("inbound", { connection: producer, prefix: env.redisPrefix });
   const deliveryQueue = createQueue("delivery", { connection: producer, prefix: env.redisPrefix });
+  const forwardQueue = createQueue("forward", { connection: producer, prefix: env.redisPrefix });
   const outboundQueue = createQueue("outbound", { connection: producer, prefix: env.redisPrefix });
   const allowPrivate = opts.allowPrivateDestinations ?? true;
   const publicApiUrl = "http://127.0.0.1:0";
@@ -113,7 +116,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     checkDestination: createDestinationCheck({ allowPrivate, resolver: egressResolver }),
     egressResolver,
     enqueueOutbound: outboundEnqueuer(outboundQueue),
-    enqueueDelivery: (id, n) => enqueueAttempt(deliveryQueue, id, n, new Date()).then(() => undefined),
+    enqueueDelivery: deliveryEnqueuer({ delivery: deliveryQueue, forward: forwardQueue }),
     ...(opts.domainDns ? { domainDns: opts.domainDns } : {}),
     config: {
       mxHost: "mx.mailroom.test",
@@ -155,6 +158,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       parser,
       logger,
       deliveryQueue,
+      forwardQueue,
       inboundQueue,
       connection: worker,
       prefix: env.redisPrefix,
@@ -225,6 +229,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     smtpPort,
     inboundQueue,
     deliveryQueue,
+    forwardQueue,
     outboundQueue,
     events,
     admin,
@@ -263,6 +268,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       });
       await inboundQueue.close();
       await deliveryQueue.close();
+      await forwardQueue.close();
       await outboundQueue.close();
       producer.disconnect();
       worker.disconnect();

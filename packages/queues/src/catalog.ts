@@ -13,42 +13,46 @@ export type QueueDefinition<S extends z.ZodType> = {
 
 export type QueueCatalog = Record<string, QueueDefinition<z.ZodType>>;
 
+/**
+ * One job-options set for every queue. The attempts cover our own failures (database down): endpoint
+ * and relay failures are scheduled by the workers themselves on the Delivery or Email row. Failed jobs
+ * are kept a week for inspection.
+ */
+const JOB_OPTIONS = {
+  attempts: 8,
+  backoff: { type: "exponential", delay: 2_000 },
+  removeOnComplete: true,
+  removeOnFail: { age: 7 * 24 * 3600 },
+} as const satisfies JobsOptions;
+
 export const catalog = {
   /** One job per accepted envelope recipient of a spooled message. jobId = spoolRecipientId. */
   inbound: {
     name: "inbound",
     schema: z.object({ spoolRecipientId: z.string().startsWith("rcp_") }).strict(),
-    defaultJobOptions: {
-      attempts: 8,
-      backoff: { type: "exponential", delay: 2_000 },
-      removeOnComplete: true,
-      removeOnFail: { age: 7 * 24 * 3600 },
-    },
+    defaultJobOptions: JOB_OPTIONS,
   },
-  /** One job per delivery attempt. jobId = `<deliveryId>.<attemptNumber>`. */
+  /** One job per delivery attempt to an HTTP destination (webhook, Slack, Discord). jobId = `<deliveryId>.<attemptNumber>`. */
   delivery: {
     name: "delivery",
     schema: z.object({ deliveryId: z.string().startsWith("dlv_") }).strict(),
-    defaultJobOptions: {
-      // These attempts cover our own failures (database down); endpoint failures are scheduled
-      // by the dispatcher itself on the Delivery row.
-      attempts: 8,
-      backoff: { type: "exponential", delay: 2_000 },
-      removeOnComplete: true,
-      removeOnFail: { age: 7 * 24 * 3600 },
-    },
+    defaultJobOptions: JOB_OPTIONS,
+  },
+  /**
+   * One job per delivery attempt to an email destination (mailto: endpoint), forwarded over SMTP by
+   * the outbound-sender. jobId = `<deliveryId>.<attemptNumber>`; routed here by the endpoint's type
+   * (@mailroom/deliveries enqueueDeliveryAttempt), so the dispatcher never sees these.
+   */
+  forward: {
+    name: "forward",
+    schema: z.object({ deliveryId: z.string().startsWith("dlv_") }).strict(),
+    defaultJobOptions: JOB_OPTIONS,
   },
   /** One job per relay hand-off attempt of an outbound email. jobId = `<emailId>.<attemptNumber>`. */
   outbound: {
     name: "outbound",
     schema: z.object({ emailId: z.string().startsWith("em_") }).strict(),
-    defaultJobOptions: {
-      // As for deliveries: relay failures are scheduled by the sender on the Email row.
-      attempts: 8,
-      backoff: { type: "exponential", delay: 2_000 },
-      removeOnComplete: true,
-      removeOnFail: { age: 7 * 24 * 3600 },
-    },
+    defaultJobOptions: JOB_OPTIONS,
   },
 } as const satisfies QueueCatalog;
 

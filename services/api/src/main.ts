@@ -49,6 +49,7 @@ try {
   );
   const outboundQueue = redisConnections.queue("outbound", redis);
   const deliveryQueue = redisConnections.queue("delivery", redis);
+  const forwardQueue = redisConnections.queue("forward", redis);
   obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
   obs.health.addCheck("redis", redisReadiness(redis));
   redis.on("ready", () => obs.errors.recovered("redis"));
@@ -79,7 +80,7 @@ try {
     egressResolver,
     domainDns: createDomainDns({ servers: env.DNS_SERVERS }),
     enqueueOutbound: outboundEnqueuer(outboundQueue),
-    enqueueDelivery: deliveryEnqueuer(deliveryQueue),
+    enqueueDelivery: deliveryEnqueuer({ delivery: deliveryQueue, forward: forwardQueue }),
     events,
     config: {
       mxHost: env.MX_HOST,
@@ -102,7 +103,7 @@ try {
       // First: open event streams and waits end, so the HTTP server can close without waiting on them.
       { name: "events", close: () => events.close() },
       { name: "http", close: () => new Promise<void>((resolve) => server.close(() => resolve())) },
-      { name: "queue", close: () => Promise.all([outboundQueue.close(), deliveryQueue.close()]) },
+      { name: "queue", close: () => Promise.all([outboundQueue.close(), deliveryQueue.close(), forwardQueue.close()]) },
       { name: "redis", close: () => redis.quit() },
       { name: "byte store", close: () => bytes.close() },
       { name: "prisma", close: () => prisma.$disconnect() },

@@ -22,10 +22,8 @@ export const senderEnvSchema = z
     /** Length of one backoff "minute" (1, 5, 30, 120, then every 120). Tests shorten it. */
     BACKOFF_UNIT_MS: z.coerce.number().int().positive().default(60_000),
     OUTBOUND_CONCURRENCY: z.coerce.number().int().positive().default(4),
-    /** How often overdue outbound mail (lost jobs, crashed attempts) is queued again. */
+    /** How often overdue outbound mail and forwards (lost jobs, crashed attempts) are queued again. */
     SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
-    /** How often due deliveries to email destinations (mailto: endpoints) are looked for; 0 = never. */
-    FORWARD_POLL_MS: z.coerce.number().int().min(0).default(2_000),
   })
   .superRefine(requireS3Settings);
 

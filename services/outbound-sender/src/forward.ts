@@ -10,7 +10,6 @@ import {
   type UnclaimedOutcome,
 } from "@mailroom/deliveries";
 import type { Logger } from "@mailroom/log";
-import { type DeliveryMetrics, secondsSince } from "@mailroom/observability";
 import type { EventPublisher } from "@mailroom/queues";
 import { type ByteStore, postgresByteStore } from "@mailroom/storage";
 import type Mail from "nodemailer/lib/mailer";
@@ -26,12 +25,10 @@ export type ForwardDeps = {
   now?: () => Date;
   /** The claim and record statements (@mailroom/deliveries); absent: one statement per attempt. */
   store?: AttemptStore;
-  /** Queues the job of attempt `n` of a delivery, due at `at`; absent: the poller finds it due. */
-  requeue?: (deliveryId: string, n: number, at: Date) => Promise<unknown>;
+  /** Queues the job of attempt `n` of a delivery, due at `at` (the `forward` queue). */
+  requeue: (deliveryId: string, n: number, at: Date) => Promise<unknown>;
   /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
   events?: EventPublisher;
-  /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
-  metrics?: DeliveryMetrics;
   /** Where the original's raw MIME is (BYTE_STORE); absent: its Postgres row. */
   bytes?: ByteStore;
 };
@@ -45,29 +42,6 @@ const DEFAULT_LEASE_MS = 10 * 60_000;
 const EARLY_TOLERANCE_MS = 500;
 
 const forwardSubject = (s: string) => (/^(fwd?|fw):/i.test(s.trim()) ? s.trim() : `Fwd: ${s.trim()}`);
-
-/** One pass over due email-destination deliveries (the dispatcher leaves them to us). */
-export async function forwardDue(deps: ForwardDeps, limit = 50): Promise<number> {
-  const now = (deps.now ?? (() => new Date()))();
-  const due = await deps.prisma.delivery.findMany({
-    where: {
-      status: { in: ["pending", "retrying"] },
-      endpoint: { type: "email", active: true },
-      OR: [{ nextAttemptAt: null }, { nextAttemptAt: { lte: now } }],
-    },
-    select: { id: true },
-    orderBy: { createdAt: "asc" },
-    take: limit,
-  });
-  for (const d of due) {
-    const started = process.hrtime.bigint();
-    const r = await attemptForward(deps, d.id);
-    if (r.outcome === "delivered" || r.outcome === "retrying" || r.outcome === "dead") {
-      deps.metrics?.attempt("email", r.outcome, secondsSince(started));
-    }
-  }
-  return due.length;
-}
 
 /**
  * Forwards the original message, unchanged, as a message/rfc822 attachment of a new message from the
@@ -106,8 +80,7 @@ export async function attemptForward(
     startedAt,
     finishedAt,
   };
-  const requeue = deps.requeue ?? (async () => undefined);
-  const r = await settleAttempt({ ...deps, store, requeue }, d, made);
+  const r = await settleAttempt({ ...deps, store }, d, made);
   if (r.outcome !== "skipped") {
     // A dead delivery needs someone to look at it (and maybe replay it): warn.
     deps.logger[r.outcome === "dead" ? "warn" : "info"](

@@ -17,8 +17,10 @@ try {
     env,
   );
   const queue = redisConnections.queue("outbound", producerRedis);
-  // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
-  registerQueueMetrics(obs.registry, [queue]);
+  // Deliveries to email destinations: forwarded from their own queue (and retried onto it).
+  const forwardQueue = redisConnections.queue("forward", producerRedis);
+  // Depth and oldest-job age of the queues this service consumes (what its autoscaler watches).
+  registerQueueMetrics(obs.registry, [queue, forwardQueue]);
   const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });
   const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
   const sender = startOutboundSender({
@@ -34,13 +36,16 @@ try {
     prefix: env.REDIS_PREFIX,
     concurrency: env.OUTBOUND_CONCURRENCY,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
-    forwardPollMs: env.FORWARD_POLL_MS,
+    forwardQueue,
     events: createEventPublisher(producerRedis, env.REDIS_PREFIX, (err, e) =>
       logger.warn({ err: err.message, type: e.type, accountId: e.accountId }, "event publish failed"),
     ),
   });
   const relayHost = new URL(env.SMTP_RELAY_URL).host;
-  logger.info({ relay: relayHost, concurrency: env.OUTBOUND_CONCURRENCY }, "outbound-sender consuming queue outbound");
+  logger.info(
+    { relay: relayHost, concurrency: env.OUTBOUND_CONCURRENCY },
+    "outbound-sender consuming queues outbound and forward",
+  );
   // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
   obs.health.started();
   installShutdown(
@@ -50,7 +55,7 @@ try {
       { name: "readiness", close: () => obs.drain() },
       { name: "worker", close: () => sender.close() },
       { name: "relay", close: () => relay.close() },
-      { name: "queue", close: () => queue.close() },
+      { name: "queue", close: () => Promise.all([queue.close(), forwardQueue.close()]) },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
       { name: "byte store", close: () => bytes.close() },
       { name: "prisma", close: () => prisma.$disconnect() },

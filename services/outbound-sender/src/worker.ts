@@ -1,16 +1,16 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
-import type { Redis } from "@mailroom/queues";
+import type { Queue, Redis } from "@mailroom/queues";
 import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
 import type { ByteStore } from "@mailroom/storage";
-import { forwardDue } from "./forward.ts";
+import { startForwardWorker } from "./forward-worker.ts";
 import { attemptSend, type SenderDeps } from "./send.ts";
 import { sweepOutbound } from "./sweeper.ts";
 
 export type OutboundSender = { worker: Worker; close(): Promise<void> };
 
 /**
- * The `outbound` worker, the sweeper that re-queues mail whose jobs were lost, and the forwarder that
- * polls for due email-destination deliveries (every `forwardPollMs`; 0 turns it off).
+ * The `outbound` worker, the sweeper that re-queues mail whose jobs were lost, and the `forward`
+ * worker for deliveries to email destinations (forward-worker.ts), on its own queue.
  */
 export function startOutboundSender(
   deps: SenderDeps & {
@@ -18,7 +18,8 @@ export function startOutboundSender(
     prefix: string;
     concurrency: number;
     sweepIntervalMs: number;
-    forwardPollMs: number;
+    /** Queue `forward`: deliveries to email destinations (the rule engine and the API route them here). */
+    forwardQueue: Queue;
     /** Delivery events of forwarded mail (forward.ts). */
     events?: EventPublisher;
     /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
@@ -49,26 +50,12 @@ export function startOutboundSender(
     );
   }, deps.sweepIntervalMs);
   timer.unref();
-  let forwarding: Promise<unknown> | null = null;
-  const forwardTimer =
-    deps.forwardPollMs > 0
-      ? setInterval(() => {
-          if (forwarding) return; // one pass at a time per process
-          forwarding = forwardDue(deps)
-            .catch((err) => deps.logger.warn({ err: (err as Error).message }, "forward pass failed"))
-            .finally(() => {
-              forwarding = null;
-            });
-        }, deps.forwardPollMs)
-      : null;
-  forwardTimer?.unref();
+  const forwarder = startForwardWorker(deps);
   return {
     worker,
     async close() {
       clearInterval(timer);
-      if (forwardTimer) clearInterval(forwardTimer);
-      await worker.close();
-      await forwarding;
+      await Promise.all([worker.close(), forwarder.close()]);
     },
   };
 }

@@ -1,13 +1,22 @@
 import { promises as dns } from "node:dns";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { newId } from "@mailroom/db";
+import { enqueueDeliveryAttempt, queueKeyFor } from "@mailroom/deliveries";
 import { createLogger } from "@mailroom/log";
-import { createRedis } from "@mailroom/queues";
+import { createRedis, enqueue } from "@mailroom/queues";
 import { type DnsServer, startDnsServer, waitFor } from "@mailroom/testing";
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { createRelay, type OutboundSender, type Relay, startOutboundSender, sweepOutbound } from "../src/index.ts";
+import {
+  createRelay,
+  loadSenderEnv,
+  type OutboundSender,
+  type Relay,
+  startOutboundSender,
+  sweepOutbound,
+} from "../src/index.ts";
 import { startRelay, type TestRelay } from "./relay-server.ts";
 
 /**
@@ -61,7 +70,7 @@ describe("outbound mail: replies, new messages, relay failures", () => {
       prefix: stack.env.redisPrefix,
       concurrency: 2,
       sweepIntervalMs: 3_600_000,
-      forwardPollMs: 50,
+      forwardQueue: stack.forwardQueue,
     });
     acct = await stack.account();
 
@@ -417,5 +426,64 @@ describe("outbound mail: replies, new messages, relay failures", () => {
     );
     expect(looped.lastError).toMatch(/loop/);
     expect(relay.messages.filter((m) => m.rcptTo.includes("inbox@archive.example"))).toHaveLength(1);
+  });
+
+  it("forwards from the forward queue with no polling; a webhook delivery never reaches the forward worker", async () => {
+    // The setting is gone: an old FORWARD_POLL_MS is ignored like any unknown variable.
+    expect(Object.keys(loadSenderEnv({ FORWARD_POLL_MS: "50" }))).not.toContain("FORWARD_POLL_MS");
+    const email = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:queue@archive.example" });
+    const idle = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:idle@archive.example" });
+    const hook = await acct.api("POST", "/api/v1/endpoints", { url: "http://127.0.0.1:9/never" });
+    expect([email.status, idle.status, hook.status]).toEqual([201, 201, 201]);
+    const original = await receive({
+      from: "ivy@i.example",
+      to: "support@outbound-example.com",
+      subject: "Queued",
+      text: "q",
+      messageId: "<fwq1@i.example>",
+    });
+    const row = (endpointId: string) => ({
+      id: newId("delivery"),
+      accountId: acct.accountId,
+      emailId: original.id,
+      endpointId,
+      maxAttempts: 3,
+      nextAttemptAt: new Date(),
+    });
+    // Both due now; only `queued` gets a job. A poller would forward the older `unqueued` first.
+    const unqueued = row(idle.body.id);
+    const queued = row(email.body.id);
+    const webhook = row(hook.body.id);
+    for (const d of [unqueued, queued, webhook]) await stack.prisma.delivery.create({ data: d });
+    // Routed by the endpoint type: the email delivery's job goes to `forward`, the webhook's to `delivery`.
+    expect([queueKeyFor("email"), queueKeyFor("webhook"), queueKeyFor("slack")]).toEqual([
+      "forward",
+      "delivery",
+      "delivery",
+    ]);
+    await enqueueDeliveryAttempt({ forward: stack.forwardQueue }, { id: queued.id, endpointType: "email" }, 1);
+    const done = await waitFor(
+      () => stack.prisma.delivery.findFirst({ where: { id: queued.id, status: "delivered" } }),
+      { what: "the queued forward" },
+    );
+    expect(done.attemptCount).toBe(1);
+    expect(relay.messages.filter((m) => m.rcptTo.includes("queue@archive.example"))).toHaveLength(1);
+    expect(relay.messages.filter((m) => m.rcptTo.includes("idle@archive.example"))).toHaveLength(0);
+    expect(await stack.prisma.delivery.findUniqueOrThrow({ where: { id: unqueued.id } })).toMatchObject({
+      status: "pending",
+      attemptCount: 0,
+    });
+
+    // A webhook delivery's id put on the forward queue by mistake: the forward worker claims only email
+    // destinations, so the job ends without an attempt and the row is untouched.
+    const job = await enqueue(stack.forwardQueue, "forward", { deliveryId: webhook.id }, { jobId: `${webhook.id}.1` });
+    await waitFor(async () => (await job.getState()) === "completed" || (await job.getState()) === "unknown", {
+      what: "the misrouted job to finish",
+    });
+    expect(await stack.prisma.delivery.findUniqueOrThrow({ where: { id: webhook.id } })).toMatchObject({
+      status: "pending",
+      attemptCount: 0,
+    });
+    expect(await stack.prisma.deliveryAttempt.count({ where: { deliveryId: webhook.id } })).toBe(0);
   });
 });

@@ -14,7 +14,10 @@ import type { DnsResolve } from "./verdicts.ts";
 
 export type ProcessDeps = {
   prisma: PrismaClient;
+  /** Jobs of deliveries to HTTP destinations (the webhook dispatcher). */
   deliveryQueue: Queue;
+  /** Jobs of deliveries to email destinations (the outbound-sender's forward worker); main.ts sets it. */
+  forwardQueue?: Queue;
   logger: Logger;
   resolver: DnsResolve;
   mtaHostname: string;

@@ -3,7 +3,7 @@
  * deliveries`, and `resume`, which redoes them for a recipient a crash left half done.
  */
 import { poolOf } from "@mailroom/db";
-import { enqueue } from "@mailroom/queues";
+import { enqueueDeliveryAttempt } from "@mailroom/deliveries";
 import { bytesOf, type ProcessDeps, type ProcessResult } from "./deps.ts";
 import type { LoadedRecipient } from "./load.ts";
 import { purgeSpoolIfUnused } from "./store.ts";
@@ -52,21 +52,23 @@ async function resumeStoring(deps: ProcessDeps, rcpt: LoadedRecipient, emailId: 
   await finishStoring(deps, rcpt.id, emailId, parsed?.ok ? parsed.email.attachments : []);
 }
 
-/** The first attempt's job of each delivery; the job id makes a repeat a no-op. */
-export async function enqueueDeliveries(deps: ProcessDeps, deliveryIds: readonly string[]): Promise<void> {
-  for (const id of deliveryIds) {
-    await enqueue(deps.deliveryQueue, "delivery", { deliveryId: id }, { jobId: `${id}.1` });
-  }
+/** The first attempt's job of each delivery, on its destination type's queue; the job id makes a repeat a no-op. */
+export async function enqueueDeliveries(
+  deps: ProcessDeps,
+  deliveries: readonly { id: string; endpointType: string }[],
+): Promise<void> {
+  const queues = { delivery: deps.deliveryQueue, ...(deps.forwardQueue ? { forward: deps.forwardQueue } : {}) };
+  for (const d of deliveries) await enqueueDeliveryAttempt(queues, d, 1);
 }
 
 /** Re-run of a stored email's job: queue again whatever has not been attempted yet. */
 async function enqueuePendingDeliveries(deps: ProcessDeps, emailId: string): Promise<void> {
   const pending = await deps.prisma.delivery.findMany({
     where: { emailId, status: "pending", attemptCount: 0 },
-    select: { id: true },
+    select: { id: true, endpoint: { select: { type: true } } },
   });
   await enqueueDeliveries(
     deps,
-    pending.map((d) => d.id),
+    pending.map((d) => ({ id: d.id, endpointType: d.endpoint.type })),
   );
 }

@@ -18,6 +18,8 @@ try {
   const { logger, prisma, obs, redisConnections, workerRedis, producerRedis } = await bootWorker("rule-engine", env);
   const inboundQueue = redisConnections.queue("inbound", producerRedis);
   const deliveryQueue = redisConnections.queue("delivery", producerRedis);
+  // Deliveries to email destinations go to their own queue (the outbound-sender forwards them).
+  const forwardQueue = redisConnections.queue("forward", producerRedis);
   // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
   registerQueueMetrics(obs.registry, [inboundQueue]);
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });
@@ -28,6 +30,7 @@ try {
     metrics: createRuleEngineMetrics(obs.registry),
     logger,
     deliveryQueue,
+    forwardQueue,
     inboundQueue,
     connection: workerRedis,
     prefix: env.REDIS_PREFIX,
@@ -70,7 +73,7 @@ try {
       { name: "readiness", close: () => obs.drain() },
       { name: "worker", close: () => engine.close() },
       { name: "parser", close: () => parser.close() },
-      { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close()]) },
+      { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close(), forwardQueue.close()]) },
       { name: "redis", close: () => Promise.all([workerRedis.quit(), producerRedis.quit()]) },
       { name: "byte store", close: () => bytes.close() },
       { name: "prisma", close: () => prisma.$disconnect() },

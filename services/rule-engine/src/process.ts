@@ -157,11 +157,11 @@ async function afterStore(
     await purgeSpoolIfUnused(poolOf(deps.prisma), rcpt.spoolId);
     return { outcome: "duplicate", emailId: stored.emailId };
   }
-  const { emailId, deliveryIds } = stored;
+  const { emailId, deliveryIds, deliveries } = stored;
   if (judged.email.attachments.length) await finishStoring(deps, rcpt.id, emailId, judged.email.attachments);
   // Committed, bytes included: now waiters (wait_for_email, GET /events) may read it.
   await deps.events?.({ type: "email.received", accountId: rcpt.accountId, emailId });
-  await enqueueDeliveries(deps, deliveryIds);
+  await enqueueDeliveries(deps, deliveries);
   deps.logger.info({ emailId, deliveries: deliveryIds.length }, "email stored");
   return { outcome: "stored", emailId, deliveryIds, parsed: judged.parsed };
 }

@@ -41,7 +41,8 @@ export type StoreInput = {
 };
 
 export type StoreResult =
-  | { kind: "stored"; emailId: string; deliveryIds: string[] }
+  /** `deliveries`: with each one's endpoint type, which picks its queue (enqueueDeliveryAttempt). */
+  | { kind: "stored"; emailId: string; deliveryIds: string[]; deliveries: { id: string; endpointType: string }[] }
   | { kind: "duplicate"; emailId: string }
   /** The recipient was not pending any more: another worker processed it. */
   | { kind: "claimed-elsewhere" };
@@ -137,12 +138,14 @@ WITH same AS (
     FROM jsonb_to_recordset($14::jsonb) AS c(id text, "endpointId" text)
     JOIN endpoints e ON e.id = c."endpointId" AND e."accountId" = $2
    WHERE EXISTS (SELECT 1 FROM email)
-  RETURNING id
+  RETURNING id, "endpointId"
 )
 SELECT (SELECT status FROM claim) AS claimed,
        (SELECT id FROM same) AS "sameId",
        (SELECT id FROM email) AS "emailId",
-       COALESCE((SELECT array_agg(id) FROM dels), '{}') AS "deliveryIds"`;
+       COALESCE((SELECT array_agg(id) FROM dels), '{}') AS "deliveryIds",
+       COALESCE((SELECT json_agg(json_build_object('id', d.id, 'endpointType', ep.type))
+                   FROM dels d JOIN endpoints ep ON ep.id = d."endpointId"), '[]'::json) AS "deliveries"`;
 
 /**
  * Stores the Email with its thread, attachment rows (bytes later: process.ts finishStoring) and
@@ -190,12 +193,13 @@ export async function storeEmail(pool: pg.Pool, input: StoreInput): Promise<Stor
       sameId: string | null;
       emailId: string | null;
       deliveryIds: string[];
+      deliveries: { id: string; endpointType: string }[];
     }>(STORE_SQL, params);
     return rows[0];
   });
   if (!r?.claimed) return { kind: "claimed-elsewhere" };
   if (r.sameId && r.claimed === "duplicate") return { kind: "duplicate", emailId: r.sameId };
-  return { kind: "stored", emailId: r.emailId as string, deliveryIds: r.deliveryIds };
+  return { kind: "stored", emailId: r.emailId as string, deliveryIds: r.deliveryIds, deliveries: r.deliveries };
 }
 
 /** The `block` step: the recipient claimed as blocked and its block record, in one statement. */

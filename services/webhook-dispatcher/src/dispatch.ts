@@ -5,12 +5,13 @@ import {
   type ClaimedDelivery,
   claimNext,
   directAttemptStore,
+  enqueueDeliveryAttempt,
   settleAttempt,
   unclaimDelivery,
 } from "@mailroom/deliveries";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
-import { type EventPublisher, enqueue, type Queue } from "@mailroom/queues";
+import type { EventPublisher, Queue } from "@mailroom/queues";
 import type { AttachmentLinks } from "@mailroom/storage";
 import type { EndpointSlots } from "./slots.ts";
 
@@ -146,18 +147,7 @@ async function acquireOrUnclaim(deps: DispatchDeps, d: ClaimedDelivery, holder: 
   return ok;
 }
 
-/** The job of attempt `n`: its id dedupes re-enqueues by the sweeper or a restarted process. */
+/** The job of attempt `n` of an HTTP delivery (enqueueDeliveryAttempt: the `delivery` queue). */
 export function enqueueAttempt(queue: Queue, deliveryId: string, n: number, at: Date) {
-  return enqueue(
-    queue,
-    "delivery",
-    { deliveryId },
-    { jobId: `${deliveryId}.${n}`, delay: Math.max(0, at.getTime() - Date.now()) },
-  );
-}
-
-/** The attempt number in a job id `<deliveryId>.<n>`, or undefined for any other id. */
-export function attemptOfJobId(jobId: string | undefined): number | undefined {
-  const m = /\.(\d+)$/.exec(jobId ?? "");
-  return m ? Number(m[1]) : undefined;
+  return enqueueDeliveryAttempt({ delivery: queue }, { id: deliveryId, endpointType: "webhook" }, n, at);
 }

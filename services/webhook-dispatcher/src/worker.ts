@@ -1,11 +1,10 @@
-import { batchedAttemptStore } from "@mailroom/deliveries";
+import { attemptOfJobId, batchedAttemptStore, sweepOverdueDeliveries } from "@mailroom/deliveries";
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { EventPublisher, MailEvent, Redis } from "@mailroom/queues";
 import { createWorker, DelayedError, type Worker } from "@mailroom/queues";
-import { attemptDelivery, attemptOfJobId, type DispatchDeps, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
+import { attemptDelivery, type DispatchDeps, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
 import { createParking } from "./parking.ts";
 import { createEndpointSlots, createLocalSlots, type EndpointSlots } from "./slots.ts";
-import { sweepOverdueDeliveries } from "./sweeper.ts";
 
 export type Dispatcher = { worker: Worker; sweep(): Promise<number>; close(): Promise<void> };
 
@@ -133,11 +132,11 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
 
   let sweeping: Promise<number> | null = null;
   const sweep = () => {
-    sweeping ??= sweepOverdueDeliveries(opts.prisma, opts.queue, opts.logger, { graceMs: opts.sweepGraceMs }).finally(
-      () => {
-        sweeping = null;
-      },
-    );
+    sweeping ??= sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, {
+      graceMs: opts.sweepGraceMs,
+    }).finally(() => {
+      sweeping = null;
+    });
     return sweeping;
   };
   const runSweep = () => {

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { sweepOverdueDeliveries } from "@mailroom/deliveries";
 import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
-import { sweepOverdueDeliveries } from "../src/sweeper.ts";
 import {
   closedPort,
   type Harness,
@@ -273,4 +273,5 @@ describe("inactive endpoints", () => {
   });
 });
 
-const dispatcherSweep = (graceMs: number) => sweepOverdueDeliveries(h.prisma, h.queue, logger, { graceMs });
+const dispatcherSweep = (graceMs: number) =>
+  sweepOverdueDeliveries(h.prisma, { delivery: h.queue }, logger, { graceMs });

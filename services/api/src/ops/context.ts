@@ -22,8 +22,11 @@ export type OpsContext = {
   enqueueOutbound?: (emailId: string) => Promise<void>;
   /** DNS for `POST /domains/{id}/verify` (DNS_SERVERS); default: the system's resolvers. */
   domainDns?: DomainDns;
-  /** Queues attempt `n` of a delivery (queue `delivery`); absent: the dispatcher's sweeper finds it. */
-  enqueueDelivery?: (deliveryId: string, attempt: number) => Promise<void>;
+  /**
+   * Queues attempt `n` of a delivery on its destination type's queue (`delivery` or `forward`:
+   * deliveryEnqueuer); absent: the sweeper of the destination type's worker finds it.
+   */
+  enqueueDelivery?: (delivery: { id: string; endpointType: string }, attempt: number) => Promise<void>;
   /**
    * DNS behind the SSRF guard of `POST /endpoints/{id}/test`: main.ts builds it from DNS_SERVERS
    * (createEgressResolver), the same resolver as checkDestination and as the dispatcher's. Required,

@@ -1,5 +1,5 @@
 import { AppError } from "@mailroom/core";
-import { enqueue, type Queue } from "@mailroom/queues";
+import { type DeliveryQueues, enqueueDeliveryAttempt } from "@mailroom/deliveries";
 import { z } from "zod";
 import { parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
@@ -174,19 +174,20 @@ export async function retryDelivery(ctx: OpsContext, accountId: string, id: stri
     },
   });
   if (reopened.count === 0) throw new AppError("conflict", "Delivery changed concurrently; fetch it and try again");
-  // Email destinations are picked up by the outbound sender's own sweep of due deliveries.
-  if (ctx.enqueueDelivery && row.endpoint.type !== "email") {
-    await ctx.enqueueDelivery(row.id, row.attemptCount + 1).catch((err: Error) => {
-      // The row is re-opened and due: the dispatcher's sweeper queues it when Redis is back.
-      ctx.logger.warn({ deliveryId: row.id, err: err.message }, "could not queue the retried delivery");
-    });
+  if (ctx.enqueueDelivery) {
+    await ctx
+      .enqueueDelivery({ id: row.id, endpointType: row.endpoint.type }, row.attemptCount + 1)
+      .catch((err: Error) => {
+        // The row is re-opened and due: its worker's sweeper queues it when Redis is back.
+        ctx.logger.warn({ deliveryId: row.id, err: err.message }, "could not queue the retried delivery");
+      });
   }
   return getDelivery(ctx, accountId, row.id);
 }
 
-/** `enqueueDelivery` for the API's context: the job id `<deliveryId>.<n>` the dispatcher expects. */
+/** `enqueueDelivery` for the API's context: on the destination type's queue (enqueueDeliveryAttempt). */
 export const deliveryEnqueuer =
-  (queue: Queue) =>
-  async (deliveryId: string, attempt: number): Promise<void> => {
-    await enqueue(queue, "delivery", { deliveryId }, { jobId: `${deliveryId}.${attempt}` });
+  (queues: DeliveryQueues) =>
+  async (delivery: { id: string; endpointType: string }, attempt: number): Promise<void> => {
+    await enqueueDeliveryAttempt(queues, delivery, attempt);
   };

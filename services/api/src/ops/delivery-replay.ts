@@ -84,20 +84,17 @@ export async function retryDeliveries(ctx: OpsContext, accountId: string, body: 
 }
 
 /**
- * The re-opened rows are due now; queueing them is a shortcut, not the record: if Redis is away the
- * dispatcher's sweeper queues due deliveries itself. Email destinations go through the outbound
- * sender's own sweep.
+ * The re-opened rows are due now; queueing them (each on its destination type's queue) is a shortcut,
+ * not the record: if Redis is away the sweepers queue due deliveries themselves.
  */
 async function queueAttempts(ctx: OpsContext, rows: readonly Reopened[]) {
   const enqueue = ctx.enqueueDelivery;
   if (!enqueue) return;
   await Promise.all(
-    rows
-      .filter((r) => r.type !== "email")
-      .map((r) =>
-        enqueue(r.id, r.attemptCount + 1).catch((err: Error) => {
-          ctx.logger.warn({ deliveryId: r.id, err: err.message }, "could not queue the retried delivery");
-        }),
-      ),
+    rows.map((r) =>
+      enqueue({ id: r.id, endpointType: r.type }, r.attemptCount + 1).catch((err: Error) => {
+        ctx.logger.warn({ deliveryId: r.id, err: err.message }, "could not queue the retried delivery");
+      }),
+    ),
   );
 }

@@ -1,7 +1,6 @@
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import type { Queue } from "@mailroom/queues";
-import { enqueueAttempt } from "./dispatch.ts";
+import { type DeliveryQueues, enqueueDeliveryAttempt, queueKeyFor } from "./route.ts";
 
 /**
  * The Delivery row, not Redis, holds the retry schedule. A delivery that is due (pending or
@@ -9,20 +8,24 @@ import { enqueueAttempt } from "./dispatch.ts";
  * if Redis lost it (restart without persistence, a crash between commit and enqueue) or BullMQ
  * gave up on it (our own failures, e.g. the database down through every job retry), queue it
  * again. The job id `<deliveryId>.<attempt>` makes this a no-op when the job is still there, and a
- * job for an attempt already made skips itself.
+ * job for an attempt already made skips itself. Each worker sweeps its own destination kind (the
+ * dispatcher HTTP ones, the forward worker with `email` email ones), through its own queue.
  */
 export async function sweepOverdueDeliveries(
   prisma: PrismaClient,
-  queue: Queue,
+  queues: DeliveryQueues,
   logger: Logger,
-  { graceMs = 30_000, limit = 500, now = new Date() } = {},
+  { graceMs = 30_000, limit = 500, now = new Date(), email = false } = {},
 ): Promise<number> {
+  const endpointType = email ? "email" : "webhook";
+  const queue = queues[queueKeyFor(endpointType)];
+  if (!queue) throw new Error(`no ${queueKeyFor(endpointType)} queue to sweep`);
+  const requeue = (id: string, n: number) => enqueueDeliveryAttempt(queues, { id, endpointType }, n, now);
   const before = new Date(now.getTime() - graceMs);
   const due = await prisma.delivery.findMany({
     where: {
       status: { in: ["pending", "retrying"] },
-      // HTTP destinations only: email destinations belong to the outbound sender.
-      endpoint: { active: true, type: { in: ["webhook", "slack", "discord"] } },
+      endpoint: { active: true, type: email ? "email" : { in: ["webhook", "slack", "discord"] } },
       OR: [{ nextAttemptAt: { lte: before } }, { nextAttemptAt: null, createdAt: { lte: before } }],
     },
     select: { id: true, attemptCount: true },
@@ -41,12 +44,12 @@ export async function sweepOverdueDeliveries(
       } else if (state === "completed") {
         // The job ran but left the attempt unmade (endpoint was paused then): start it afresh.
         await job.remove();
-        await enqueueAttempt(queue, d.id, n, now);
+        await requeue(d.id, n);
         requeued++;
       }
       continue;
     }
-    await enqueueAttempt(queue, d.id, n, now);
+    await requeue(d.id, n);
     requeued++;
   }
   if (requeued) logger.warn({ requeued }, "re-queued overdue deliveries whose jobs were missing");
