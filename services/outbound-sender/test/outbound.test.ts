@@ -10,6 +10,7 @@ import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import {
+  attemptForward,
   createRelay,
   loadSenderEnv,
   type OutboundSender,
@@ -485,5 +486,51 @@ describe("outbound mail: replies, new messages, relay failures", () => {
       attemptCount: 0,
     });
     expect(await stack.prisma.deliveryAttempt.count({ where: { deliveryId: webhook.id } })).toBe(0);
+  });
+
+  it("two jobs for one forward attempt hand it over once: the second finds the claim's lease", async () => {
+    const ep = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:twice@archive.example" });
+    expect(ep.status).toBe(201);
+    const original = await receive({
+      from: "jo@j.example",
+      to: "support@outbound-example.com",
+      subject: "Twice",
+      text: "t",
+      messageId: "<fwt1@j.example>",
+    });
+    const id = newId("delivery");
+    await stack.prisma.delivery.create({
+      data: {
+        id,
+        accountId: acct.accountId,
+        emailId: original.id,
+        endpointId: ep.body.id,
+        maxAttempts: 3,
+        nextAttemptAt: new Date(),
+      },
+    });
+    const deps = {
+      prisma: stack.prisma,
+      logger: createLogger("test", "silent"),
+      relay: relayClient,
+      backoffUnitMs: 20,
+      requeue: async () => undefined,
+    };
+    // As when the sweeper re-queued a job that was still running, or BullMQ took a running one for stalled.
+    const outcomes = await Promise.all([
+      attemptForward(deps, id, { expectedAttempt: 1 }),
+      attemptForward(deps, id, { expectedAttempt: 1 }),
+    ]);
+    // The other finds the lease ("early": its job is delayed until then) or, if the first was already
+    // recorded when it looked, the delivery done ("skipped"); either way it hands nothing over.
+    const [made, other] = outcomes[0]?.outcome === "delivered" ? outcomes : [outcomes[1], outcomes[0]];
+    expect(made?.outcome).toBe("delivered");
+    expect(["early", "skipped"]).toContain(other?.outcome);
+    expect(relay.messages.filter((m) => m.rcptTo.includes("twice@archive.example"))).toHaveLength(1);
+    const row = await stack.prisma.delivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
+    expect(row).toMatchObject({ status: "delivered", attemptCount: 1 });
+    expect(row.attempts).toHaveLength(1);
+    // A job for the attempt already made skips itself.
+    expect(await attemptForward(deps, id, { expectedAttempt: 1 })).toMatchObject({ outcome: "skipped" });
   });
 });
