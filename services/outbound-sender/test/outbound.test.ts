@@ -50,6 +50,14 @@ describe("outbound mail: replies, new messages, relay failures", () => {
     );
   }
 
+  /** A message to the address with no destination of its own (the tests below add deliveries by hand). */
+  const toSupport = (tag: string) => ({
+    from: `${tag}@sender.example`,
+    to: "support@outbound-example.com",
+    subject: tag,
+    text: tag,
+    messageId: `<${tag}@sender.example>`,
+  });
   const relayed = (messageId: string) => relay.messages.filter((m) => m.raw.toString().includes(messageId));
 
   beforeAll(async () => {
@@ -436,13 +444,7 @@ describe("outbound mail: replies, new messages, relay failures", () => {
     const idle = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:idle@archive.example" });
     const hook = await acct.api("POST", "/api/v1/endpoints", { url: "http://127.0.0.1:9/never" });
     expect([email.status, idle.status, hook.status]).toEqual([201, 201, 201]);
-    const original = await receive({
-      from: "ivy@i.example",
-      to: "support@outbound-example.com",
-      subject: "Queued",
-      text: "q",
-      messageId: "<fwq1@i.example>",
-    });
+    const original = await receive(toSupport("fwq1"));
     const row = (endpointId: string) => ({
       id: newId("delivery"),
       accountId: acct.accountId,
@@ -491,13 +493,7 @@ describe("outbound mail: replies, new messages, relay failures", () => {
   it("two jobs for one forward attempt hand it over once: the second finds the claim's lease", async () => {
     const ep = await acct.api("POST", "/api/v1/endpoints", { type: "email", url: "mailto:twice@archive.example" });
     expect(ep.status).toBe(201);
-    const original = await receive({
-      from: "jo@j.example",
-      to: "support@outbound-example.com",
-      subject: "Twice",
-      text: "t",
-      messageId: "<fwt1@j.example>",
-    });
+    const original = await receive(toSupport("fwt1"));
     const id = newId("delivery");
     await stack.prisma.delivery.create({
       data: {
