@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
-import { createQueue, createRedis, type Queue } from "@mailroom/queues";
+import { createQueue, createRedis, type TypedQueue } from "@mailroom/queues";
 import { type DnsServer, sparePort, startDnsServer, waitFor } from "@mailroom/testing";
 import { seedEmail } from "../services/api/test/helpers.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
@@ -22,7 +22,7 @@ describe("endpoint URL checks and delivery use the same DNS_SERVERS", () => {
   let stack: Stack;
   let acct: TestAccount;
   let apiUrl: string;
-  let queue: Queue;
+  let queue: TypedQueue<"delivery">;
   const producer = () => createRedis(stack.env.redisUrl, "producer");
   let redis: ReturnType<typeof producer>;
   const children: { name: string; child: ChildProcess; stderr: string }[] = [];

@@ -4,7 +4,7 @@ import { createCursorCodec, createPrisma, type PrismaClient, poolOf } from "@mai
 import { type DomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
-import { createEventPublisher, createQueue, createRedis, type Queue } from "@mailroom/queues";
+import { createEventPublisher, createQueue, createRedis, type TypedQueue } from "@mailroom/queues";
 import { attachmentLinks, createByteStore, type S3Settings } from "@mailroom/storage";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import type { Express } from "express";
@@ -29,12 +29,12 @@ export type Stack = {
   /** The API's express app (for walking its routes). */
   app: Express;
   smtpPort: number;
-  inboundQueue: Queue;
-  deliveryQueue: Queue;
+  inboundQueue: TypedQueue<"inbound">;
+  deliveryQueue: TypedQueue<"delivery">;
   /** Queue `forward`: deliveries to email destinations; a test starts the outbound sender on it. */
-  forwardQueue: Queue;
+  forwardQueue: TypedQueue<"forward">;
   /** Queue `outbound`: the API enqueues sends here; a test starts the outbound sender on it. */
-  outboundQueue: Queue;
+  outboundQueue: TypedQueue<"outbound">;
   /** The API's live-event hub (wait_for_email, GET /events). */
   events: EventHub;
   /** Admin CLI commands, run in-process against this stack's database. */

@@ -1,10 +1,10 @@
-import { enqueue, type Queue } from "@mailroom/queues";
+import { enqueue, type TypedQueue } from "@mailroom/queues";
 
 /**
  * The queue of each destination kind: `delivery` (HTTP: the webhook dispatcher) and `forward` (email
  * destinations: the outbound-sender's forward worker). A process holds the ones it enqueues to.
  */
-export type DeliveryQueues = { delivery?: Queue; forward?: Queue };
+export type DeliveryQueues = { delivery?: TypedQueue<"delivery">; forward?: TypedQueue<"forward"> };
 
 /** Which queue a delivery's jobs go to, by its endpoint's type. */
 export const queueKeyFor = (endpointType: string): "delivery" | "forward" =>

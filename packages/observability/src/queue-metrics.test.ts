@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createQueue, createRedis, enqueue, type Queue, type Redis } from "@mailroom/queues";
+import { createQueue, createRedis, enqueue, type Redis, type TypedQueue } from "@mailroom/queues";
 import { createTestEnv, startThrowawayRedis, type TestEnv } from "@mailroom/testing";
 import { Registry } from "prom-client";
 import { registerQueueMetrics } from "./queue-metrics.ts";
@@ -10,7 +10,7 @@ const series = async (registry: Registry, name: string) =>
 describe("queue metrics", () => {
   let env: TestEnv;
   let redis: Redis;
-  let queue: Queue;
+  let queue: TypedQueue<"inbound">;
   beforeAll(async () => {
     env = await createTestEnv();
     redis = createRedis(env.redisUrl, "producer");

@@ -1,7 +1,6 @@
-import type { Queue } from "bullmq";
 import type { RedisOptions } from "ioredis";
 import type { QueueKey } from "./catalog.ts";
-import { createQueue } from "./queues.ts";
+import { createQueue, type TypedQueue } from "./queues.ts";
 import { checkEvictionPolicy, createRedis, type RedisClient, type RedisRole } from "./redis.ts";
 
 /** What a service logs through (pino's Logger fits); kept structural so this package needs no logger. */
@@ -22,7 +21,7 @@ export type RedisConnections = {
   /** A connection with the role's options (see createRedis) and an error listener from the start. */
   connect(role: RedisRole, extra?: RedisOptions): RedisClient;
   /** A catalog queue on `connection`, whose own errors are reported like the connections'. */
-  queue<K extends QueueKey>(key: K, connection: RedisClient): Queue;
+  queue<K extends QueueKey>(key: K, connection: RedisClient): TypedQueue<K>;
 };
 
 /**

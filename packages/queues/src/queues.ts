@@ -5,19 +5,34 @@ import { queuePrefix, type RedisClient } from "./redis.ts";
 /** `prefix` is the deployment's (REDIS_PREFIX); on a cluster each queue adds its hash tag to it. */
 export type QueueOptions = { connection: RedisClient; prefix: string };
 
+declare const catalogKey: unique symbol;
+
+/**
+ * A BullMQ queue that carries its catalog key in its type, so handing the `forward` queue to code
+ * that enqueues `delivery` jobs is a compile error rather than a job in the wrong queue. The brand
+ * exists only in the type (createQueue is the one place that makes one); it is still a plain
+ * `Queue` for whatever reads any queue (metrics, close).
+ */
+export type TypedQueue<K extends QueueKey> = Queue & { readonly [catalogKey]: K };
+
 /** A producer for one catalog queue. `enqueue` validates the payload before it reaches Redis. */
-export function createQueue<K extends QueueKey>(key: K, opts: QueueOptions): Queue {
+export function createQueue<K extends QueueKey>(key: K, opts: QueueOptions): TypedQueue<K> {
   const def = catalog[key];
-  return new Queue(def.name, {
+  const queue = new Queue(def.name, {
     connection: opts.connection,
     prefix: queuePrefix(opts.prefix, def.name, opts.connection),
     defaultJobOptions: def.defaultJobOptions,
   });
+  return queue as TypedQueue<K>;
 }
 
+/**
+ * K is taken from the queue alone (`NoInfer` on `key`), so a key that differs from the queue's does
+ * not widen K to both; the run-time name check stays for a queue cast from elsewhere.
+ */
 export async function enqueue<K extends QueueKey>(
-  queue: Queue,
-  key: K,
+  queue: TypedQueue<K>,
+  key: NoInfer<K>,
   payload: Payload<K>,
   options: JobsOptions & { jobId: string },
 ): Promise<Job> {
@@ -33,8 +48,8 @@ export async function enqueue<K extends QueueKey>(
  * called in a loop; jobIds make adding them again harmless).
  */
 export async function enqueueBulk<K extends QueueKey>(
-  queue: Queue,
-  key: K,
+  queue: TypedQueue<K>,
+  key: NoInfer<K>,
   jobs: { payload: Payload<K>; options: JobsOptions & { jobId: string } }[],
 ): Promise<Job[]> {
   const def = catalog[key];

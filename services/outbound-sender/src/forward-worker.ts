@@ -1,12 +1,12 @@
 import { attemptOfJobId, enqueueDeliveryAttempt, sweepOverdueDeliveries } from "@mailroom/deliveries";
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
-import { createWorker, DelayedError, type Queue, type Redis, type Worker } from "@mailroom/queues";
+import { createWorker, DelayedError, type Redis, type TypedQueue, type Worker } from "@mailroom/queues";
 import { startPeriodic } from "@mailroom/runtime";
 import { attemptForward, type ForwardDeps } from "./forward.ts";
 
 export type ForwardWorkerOptions = Omit<ForwardDeps, "requeue"> & {
   /** Queue `forward`: deliveries to email destinations, routed here when they are queued. */
-  forwardQueue: Queue;
+  forwardQueue: TypedQueue<"forward">;
   connection: Redis;
   prefix: string;
   concurrency: number;

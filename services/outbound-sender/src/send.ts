@@ -1,14 +1,14 @@
 import { retryDelayMs } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type Queue, retryFor } from "@mailroom/queues";
+import { enqueue, retryFor, type TypedQueue } from "@mailroom/queues";
 import { buildMail } from "./message.ts";
 import type { Relay } from "./relay.ts";
 
 export type SenderDeps = {
   prisma: PrismaClient;
   /** The `outbound` queue, for scheduling retries. */
-  queue: Queue;
+  queue: TypedQueue<"outbound">;
   logger: Logger;
   relay: Relay;
   backoffUnitMs: number;

@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type Queue } from "@mailroom/queues";
+import { enqueue, type TypedQueue } from "@mailroom/queues";
 
 /**
  * Postgres is the truth for outbound mail: an email still waiting well past its attempt time lost its
@@ -9,7 +9,7 @@ import { enqueue, type Queue } from "@mailroom/queues";
  */
 export async function sweepOutbound(
   prisma: PrismaClient,
-  queue: Queue,
+  queue: TypedQueue<"outbound">,
   logger: Logger,
   { graceMs = 60_000, limit = 200, now = new Date() } = {},
 ): Promise<number> {

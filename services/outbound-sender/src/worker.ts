@@ -1,5 +1,5 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
-import type { Queue, Redis } from "@mailroom/queues";
+import type { Redis, TypedQueue } from "@mailroom/queues";
 import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
 import type { ByteStore } from "@mailroom/storage";
 import { startForwardWorker } from "./forward-worker.ts";
@@ -19,7 +19,7 @@ export function startOutboundSender(
     concurrency: number;
     sweepIntervalMs: number;
     /** Queue `forward`: deliveries to email destinations (the rule engine and the API route them here). */
-    forwardQueue: Queue;
+    forwardQueue: TypedQueue<"forward">;
     /** Delivery events of forwarded mail (forward.ts). */
     events?: EventPublisher;
     /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */

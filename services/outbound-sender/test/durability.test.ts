@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createDkimKey } from "@mailroom/core";
 import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queues";
+import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import { type PgProxy, startPgProxy } from "../../rule-engine/test/pg-proxy.ts";
 import { createRelay, type Relay } from "../src/relay.ts";
@@ -16,7 +16,7 @@ describe("outbound: Postgres unreachable between the hand-off and its record", (
   let proxy: PgProxy;
   let proxied: PrismaClient;
   let redis: Redis;
-  let queue: Queue;
+  let queue: TypedQueue<"outbound">;
   let relay: TestRelay;
   let client: Relay;
 

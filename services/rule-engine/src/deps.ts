@@ -4,7 +4,7 @@
  */
 import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import type { EventPublisher, Queue } from "@mailroom/queues";
+import type { EventPublisher, TypedQueue } from "@mailroom/queues";
 import { type ByteStore, postgresByteStore } from "@mailroom/storage";
 import type { ByteBudget } from "./budget.ts";
 import type { Parser } from "./parse.ts";
@@ -15,9 +15,9 @@ import type { DnsResolve } from "./verdicts.ts";
 export type ProcessDeps = {
   prisma: PrismaClient;
   /** Jobs of deliveries to HTTP destinations (the webhook dispatcher). */
-  deliveryQueue: Queue;
+  deliveryQueue: TypedQueue<"delivery">;
   /** Jobs of deliveries to email destinations (the outbound-sender's forward worker); main.ts sets it. */
-  forwardQueue?: Queue;
+  forwardQueue?: TypedQueue<"forward">;
   logger: Logger;
   resolver: DnsResolve;
   mtaHostname: string;

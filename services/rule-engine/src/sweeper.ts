@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type Queue } from "@mailroom/queues";
+import { enqueue, type TypedQueue } from "@mailroom/queues";
 
 /**
  * Postgres, not Redis, is the source of truth for accepted mail: a recipient still `pending` long
@@ -14,7 +14,7 @@ import { enqueue, type Queue } from "@mailroom/queues";
  */
 export async function sweepPendingRecipients(
   prisma: PrismaClient,
-  queue: Queue,
+  queue: TypedQueue<"inbound">,
   logger: Logger,
   { olderThanMs = 120_000, pageSize = 500, now = new Date() } = {},
 ): Promise<number> {
@@ -49,7 +49,7 @@ export async function sweepPendingRecipients(
 }
 
 /** Queues the ids whose job is gone, gives a fresh budget to those BullMQ gave up on; skips the rest. */
-async function requeueMissing(queue: Queue, logger: Logger, ids: string[]): Promise<number> {
+async function requeueMissing(queue: TypedQueue<"inbound">, logger: Logger, ids: string[]): Promise<number> {
   // Issued together, so ioredis writes them back to back: about one round trip for the page.
   const states = await Promise.all(ids.map((id) => queue.getJobState(id).catch((err: Error) => err)));
   let requeued = 0;

@@ -1,7 +1,7 @@
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
-import { createWorker, type Queue, type Worker } from "@mailroom/queues";
+import { createWorker, type TypedQueue, type Worker } from "@mailroom/queues";
 import { processWithBudget } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";
@@ -17,7 +17,7 @@ export function startRuleEngine(
   deps: ProcessDeps & {
     connection: Redis;
     prefix: string;
-    inboundQueue: Queue;
+    inboundQueue: TypedQueue<"inbound">;
     concurrency: number;
     sweepIntervalMs: number;
     /** A pending recipient older than this without a job is re-queued (default 2 min). */
@@ -78,7 +78,7 @@ function logFailures(worker: Worker, logger: Logger): void {
 /** Re-queues recipients whose jobs were lost, then purges spools nothing needs; one pass at a time. */
 function startSweeper(
   deps: Pick<ProcessDeps, "prisma" | "logger"> & {
-    inboundQueue: Queue;
+    inboundQueue: TypedQueue<"inbound">;
     sweepIntervalMs: number;
     sweepAfterMs?: number;
     sweepPageSize?: number;

@@ -1,5 +1,5 @@
 import { createLogger } from "@mailroom/log";
-import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queues";
+import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
 import { waitFor } from "@mailroom/testing";
 import { type SendOutcome, sendOnce } from "../../smtp-ingest/test/clients.ts";
 import { type Ingest, type IngestEnv, ingestEnv } from "../../smtp-ingest/test/harness.ts";
@@ -11,7 +11,7 @@ import { type RuleEngine, startRuleEngine } from "../src/worker.ts";
 export type Pipeline = IngestEnv & {
   ingest: Ingest;
   engine: RuleEngine | null;
-  deliveryQueue: Queue;
+  deliveryQueue: TypedQueue<"delivery">;
   workerRedis: Redis;
   /** The engine's MIME parser (the one given, or one the pipeline owns), for deps built by a test. */
   parser: Parser;

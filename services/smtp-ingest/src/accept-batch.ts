@@ -1,4 +1,4 @@
-import type { Queue } from "@mailroom/queues";
+import type { TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
 import { queueJobs, type Spooled, type SpoolInput, spoolMessage, spoolRows } from "./spool.ts";
 import { spoolTogether } from "./spool-batch.ts";
@@ -31,7 +31,7 @@ type Waiting = { input: SpoolInput; resolve(spoolId: string): void; reject(err: 
  */
 export function acceptInBatches(
   pool: pg.Pool,
-  queue: Queue,
+  queue: TypedQueue<"inbound">,
   limits: BatchLimits = defaultBatchLimits,
   observer?: BatchObserver,
 ): Accepting {
@@ -79,7 +79,7 @@ function take(waiting: Waiting[], limits: BatchLimits): Waiting[] {
 /** Writes one batch, calls `written` once its statement is done, then queues its jobs and answers. */
 async function settle(
   pool: pg.Pool,
-  queue: Queue,
+  queue: TypedQueue<"inbound">,
   batch: Waiting[],
   observer: BatchObserver | undefined,
   written: () => void,

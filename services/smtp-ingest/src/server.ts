@@ -1,7 +1,7 @@
 import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors, Registry } from "@mailroom/observability";
-import type { Queue } from "@mailroom/queues";
+import type { TypedQueue } from "@mailroom/queues";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
 import { acceptInBatches, type BatchLimits, defaultBatchLimits } from "./accept-batch.ts";
 import { type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
@@ -17,7 +17,7 @@ import { OverAllotment } from "./usage.ts";
 
 export type IngestOptions = {
   prisma: PrismaClient;
-  queue: Queue;
+  queue: TypedQueue<"inbound">;
   logger: Logger;
   hostname: string;
   maxMessageBytes: number;

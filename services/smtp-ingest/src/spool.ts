@@ -1,6 +1,6 @@
 import { monthKey } from "@mailroom/core";
 import { newId, type Queryable, withTransaction } from "@mailroom/db";
-import { enqueueBulk, type Queue } from "@mailroom/queues";
+import { enqueueBulk, type TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
 import type { Route } from "./recipients.ts";
 import { CLAIM_FREE_SHARD, type Claim, type ClaimRequest, claim, claimParams, releaseClaims } from "./usage.ts";
@@ -34,7 +34,12 @@ export type Spooled = { spoolIds: string[]; recipientIds: string[]; claims: Clai
  * an account's allotment ran out since RCPT; nothing is written then either. Messages of concurrent
  * sessions are grouped into one statement by accept-batch.ts, which calls the two halves below.
  */
-export async function spoolMessage(pool: pg.Pool, queue: Queue, input: SpoolInput, now = new Date()): Promise<string> {
+export async function spoolMessage(
+  pool: pg.Pool,
+  queue: TypedQueue<"inbound">,
+  input: SpoolInput,
+  now = new Date(),
+): Promise<string> {
   await queueJobs(pool, queue, await spoolRows(pool, input, now));
   return input.body.spoolId;
 }
@@ -73,7 +78,7 @@ export async function spoolRows(pool: pg.Pool, input: SpoolInput, now = new Date
  * The Redis half: one `inbound` job per recipient, all in one round trip. If they cannot be queued,
  * the rows and counts are removed again and this throws (the callers answer 451).
  */
-export async function queueJobs(pool: pg.Pool, queue: Queue, spooled: Spooled): Promise<void> {
+export async function queueJobs(pool: pg.Pool, queue: TypedQueue<"inbound">, spooled: Spooled): Promise<void> {
   try {
     await enqueueBulk(
       queue,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
 import { monthlyReceived } from "@mailroom/db";
 import { Registry } from "@mailroom/observability";
-import { createQueue, createRedis, type Queue } from "@mailroom/queues";
+import { createQueue, createRedis } from "@mailroom/queues";
 import { startThrowawayRedis, type ThrowawayRedis, waitFor } from "@mailroom/testing";
 import pg from "pg";
 import { simpleMessage } from "./clients.ts";
@@ -158,7 +158,7 @@ describe("accepting concurrent sessions in one batch", () => {
       await seedAddress(t.prisma, d, "info");
       const conn = createRedis(redis.url, "producer");
       conn.on("error", () => undefined);
-      const queue: Queue = createQueue("inbound", { connection: conn, prefix: t.env.redisPrefix });
+      const queue = createQueue("inbound", { connection: conn, prefix: t.env.redisPrefix });
       queue.on("error", () => undefined);
       const registry = new Registry();
       const ingest = await t.start({ registry, queue });

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queues";
+import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import { createIngestServer, type IngestOptions } from "../src/server.ts";
 
@@ -15,7 +15,7 @@ export type IngestEnv = {
   env: TestEnv;
   prisma: PrismaClient;
   redis: Redis;
-  queue: Queue;
+  queue: TypedQueue<"inbound">;
   start(overrides?: Partial<IngestOptions>): Promise<Ingest>;
   close(): Promise<void>;
 };

@@ -11,7 +11,7 @@ import {
 } from "@mailroom/deliveries";
 import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
-import type { EventPublisher, Queue } from "@mailroom/queues";
+import type { EventPublisher, TypedQueue } from "@mailroom/queues";
 import type { AttachmentLinks } from "@mailroom/storage";
 import type { EndpointSlots } from "./slots.ts";
 
@@ -21,7 +21,7 @@ export type Send = (req: SendRequest) => Promise<SendResult>;
 
 export type DispatchDeps = {
   prisma: PrismaClient;
-  queue: Queue;
+  queue: TypedQueue<"delivery">;
   logger: Logger;
   send: Send;
   publicApiUrl: string;
@@ -148,6 +148,6 @@ async function acquireOrUnclaim(deps: DispatchDeps, d: ClaimedDelivery, holder: 
 }
 
 /** The job of attempt `n` of an HTTP delivery (enqueueDeliveryAttempt: the `delivery` queue). */
-export function enqueueAttempt(queue: Queue, deliveryId: string, n: number, at: Date) {
+export function enqueueAttempt(queue: TypedQueue<"delivery">, deliveryId: string, n: number, at: Date) {
   return enqueueDeliveryAttempt({ delivery: queue }, { id: deliveryId, endpointType: "webhook" }, n, at);
 }

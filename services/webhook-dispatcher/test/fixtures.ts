@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
 import { createConnectionPool } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
-import { createQueue, createRedis, type Queue, type Redis } from "@mailroom/queues";
+import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { type Dispatcher, type DispatcherOptions, startDispatcher } from "../src/worker.ts";
@@ -17,7 +17,7 @@ export type Harness = {
   prisma: PrismaClient;
   worker: Redis;
   producer: Redis;
-  queue: Queue;
+  queue: TypedQueue<"delivery">;
   resolver: dns.Resolver;
   /** Starts a dispatcher wired like main.ts (real sender through the SSRF guard). */
   dispatcher(opts?: Partial<DispatcherOptions> & { allowPrivate?: boolean }): Dispatcher;
@@ -191,7 +191,7 @@ export async function seedDelivery(
 }
 
 /** What the rule engine does after storing: queue attempt 1. */
-export const queueFirstAttempt = (queue: Queue, deliveryId: string) =>
+export const queueFirstAttempt = (queue: TypedQueue<"delivery">, deliveryId: string) =>
   queue.add("delivery", { deliveryId }, { jobId: `${deliveryId}.1` });
 
 /**
