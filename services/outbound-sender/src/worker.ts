@@ -1,6 +1,7 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { Redis, TypedQueue } from "@mailroom/queues";
 import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
+import { startPeriodic } from "@mailroom/runtime";
 import type { ByteStore } from "@mailroom/storage";
 import { startForwardWorker } from "./forward-worker.ts";
 import { attemptSend, type SenderDeps } from "./send.ts";
@@ -44,18 +45,18 @@ export function startOutboundSender(
   worker.on("failed", (job, err) => deps.logger.warn({ jobId: job?.id, err: err.message }, "outbound job failed"));
   // Rate-limited: while Redis is down every reconnect attempt lands here.
   worker.on("error", (err) => dependencyErrors(deps.logger).report("redis", err, { source: "outbound worker" }));
-  const timer = setInterval(() => {
-    sweepOutbound(deps.prisma, deps.queue, deps.logger).catch((err) =>
-      deps.logger.warn({ err: (err as Error).message }, "outbound sweep failed"),
-    );
-  }, deps.sweepIntervalMs);
-  timer.unref();
+  // First pass one interval after start, as before; one pass at a time.
+  const sweeper = startPeriodic({
+    run: () => sweepOutbound(deps.prisma, deps.queue, deps.logger),
+    intervalMs: deps.sweepIntervalMs,
+    runAtStart: false,
+    onError: (err) => deps.logger.warn({ err: (err as Error).message }, "outbound sweep failed"),
+  });
   const forwarder = startForwardWorker(deps);
   return {
     worker,
     async close() {
-      clearInterval(timer);
-      await Promise.all([worker.close(), forwarder.close()]);
+      await Promise.all([sweeper.close(), worker.close(), forwarder.close()]);
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
 import { createWorker, type TypedQueue, type Worker } from "@mailroom/queues";
+import { type Periodic, startPeriodic } from "@mailroom/runtime";
 import { processWithBudget } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";
@@ -54,12 +55,14 @@ export function startRuleEngine(
     },
   );
   logFailures(worker, deps.logger);
-  const stopSweeper = startSweeper(deps);
+  const sweeper = startSweeper(deps);
   return {
     worker,
     async close() {
-      stopSweeper();
+      // The schedule stops at once; a pass in flight is awaited once the worker is closed.
+      const sweepStopped = sweeper.close();
       await worker.close();
+      await sweepStopped;
     },
   };
 }
@@ -75,7 +78,10 @@ function logFailures(worker: Worker, logger: Logger): void {
   });
 }
 
-/** Re-queues recipients whose jobs were lost, then purges spools nothing needs; one pass at a time. */
+/**
+ * Re-queues recipients whose jobs were lost, then purges spools nothing needs; one pass at a time.
+ * The first pass comes one interval after start, as it did with the setInterval this replaced.
+ */
 function startSweeper(
   deps: Pick<ProcessDeps, "prisma" | "logger"> & {
     inboundQueue: TypedQueue<"inbound">;
@@ -83,20 +89,16 @@ function startSweeper(
     sweepAfterMs?: number;
     sweepPageSize?: number;
   },
-): () => void {
-  let sweeping = false;
-  const timer = setInterval(() => {
-    if (sweeping) return;
-    sweeping = true;
-    const age = deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {};
-    const page = deps.sweepPageSize !== undefined ? { pageSize: deps.sweepPageSize } : {};
-    sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, { ...age, ...page })
-      .then(() => purgeUnusedSpools(deps.prisma, deps.logger, age))
-      .catch((err) => deps.logger.warn({ err: (err as Error).message }, "sweep failed"))
-      .finally(() => {
-        sweeping = false;
-      });
-  }, deps.sweepIntervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+): Periodic<void> {
+  const age = deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {};
+  const page = deps.sweepPageSize !== undefined ? { pageSize: deps.sweepPageSize } : {};
+  return startPeriodic({
+    run: async () => {
+      await sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, { ...age, ...page });
+      await purgeUnusedSpools(deps.prisma, deps.logger, age);
+    },
+    intervalMs: deps.sweepIntervalMs,
+    runAtStart: false,
+    onError: (err) => deps.logger.warn({ err: (err as Error).message }, "sweep failed"),
+  });
 }

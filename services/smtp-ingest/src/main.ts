@@ -76,7 +76,7 @@ try {
     env.STARTUP_TIMEOUT_MS,
     (name, error) => logger.warn({ error }, `waiting for ${name} before listening`),
   );
-  const stopPurge = startStagingPurge(
+  const stagingPurge = startStagingPurge(
     poolOf(prisma),
     logger,
     env.SPOOL_STAGING_TTL_MS,
@@ -99,8 +99,9 @@ try {
         close: () =>
           new Promise<void>((resolve) => {
             server.shuttingDown();
-            stopPurge();
-            server.close(() => resolve());
+            // The purge schedule stops now; a purge in flight is awaited with the connections.
+            const purgeStopped = stagingPurge.close();
+            server.close(() => resolve(purgeStopped));
           }),
       },
       { name: "queue", close: () => queue.close() },

@@ -1,5 +1,6 @@
 import type { Queryable } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
+import { type Periodic, startPeriodic } from "@mailroom/runtime";
 
 /**
  * Deletes DATA slices (spool_chunks) of uploads that have written nothing for `staleAfterMs`: a
@@ -19,23 +20,19 @@ export async function purgeStaleChunks(db: Queryable, staleAfterMs: number): Pro
   return r.rowCount ?? 0;
 }
 
-/** Runs the purge at start and then every `everyMs`; returns a stop function. */
-export function startStagingPurge(db: Queryable, logger: Logger, staleAfterMs: number, everyMs: number): () => void {
-  let running = false;
-  const run = async () => {
-    if (running) return;
-    running = true;
-    try {
-      const n = await purgeStaleChunks(db, staleAfterMs);
+/** Runs the purge at start and then every `everyMs` (never two at once); close() awaits one in flight. */
+export function startStagingPurge(
+  db: Queryable,
+  logger: Logger,
+  staleAfterMs: number,
+  everyMs: number,
+): Periodic<number> {
+  return startPeriodic({
+    run: () => purgeStaleChunks(db, staleAfterMs),
+    intervalMs: everyMs,
+    onResult: (n) => {
       if (n) logger.info({ slices: n }, "purged DATA slices of unfinished messages");
-    } catch (err) {
-      logger.warn({ err: (err as Error).message }, "could not purge stale DATA slices");
-    } finally {
-      running = false;
-    }
-  };
-  void run();
-  const timer = setInterval(() => void run(), everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+    },
+    onError: (err) => logger.warn({ err: (err as Error).message }, "could not purge stale DATA slices"),
+  });
 }

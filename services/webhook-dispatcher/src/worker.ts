@@ -2,6 +2,7 @@ import { attemptOfJobId, batchedAttemptStore, sweepOverdueDeliveries } from "@ma
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { EventPublisher, MailEvent, Redis } from "@mailroom/queues";
 import { createWorker, DelayedError, type Worker } from "@mailroom/queues";
+import { startPeriodic } from "@mailroom/runtime";
 import { attemptDelivery, type DispatchDeps, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
 import { createParking } from "./parking.ts";
 import { createEndpointSlots, createLocalSlots, type EndpointSlots } from "./slots.ts";
@@ -130,29 +131,21 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   // Rate-limited: while Redis is down every reconnect attempt lands here.
   worker.on("error", (err) => dependencyErrors(opts.logger).report("redis", err, { source: "delivery worker" }));
 
-  let sweeping: Promise<number> | null = null;
-  const sweep = () => {
-    sweeping ??= sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, {
-      graceMs: opts.sweepGraceMs,
-    }).finally(() => {
-      sweeping = null;
-    });
-    return sweeping;
-  };
-  const runSweep = () => {
-    sweep().catch((err) => opts.logger.warn({ err: (err as Error).message }, "delivery sweep failed"));
-  };
   // Right away too: a dispatcher starting after an outage picks up what is overdue.
-  runSweep();
-  const timer = setInterval(runSweep, opts.sweepIntervalMs ?? 30_000);
-  timer.unref();
+  const sweeper = startPeriodic({
+    run: () =>
+      sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, { graceMs: opts.sweepGraceMs }),
+    intervalMs: opts.sweepIntervalMs ?? 30_000,
+    onError: (err) => opts.logger.warn({ err: (err as Error).message }, "delivery sweep failed"),
+  });
   return {
     worker,
-    sweep,
+    sweep: sweeper.runOnce,
     async close() {
-      clearInterval(timer);
+      // The schedule stops at once; a sweep in flight is awaited once the worker is closed.
+      const sweepStopped = sweeper.close();
       await worker.close();
-      await sweeping?.catch(() => undefined);
+      await sweepStopped;
       await events?.settled();
     },
   };
