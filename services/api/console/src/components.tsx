@@ -80,19 +80,40 @@ export function TextField(props: {
   placeholder?: string;
   required?: boolean;
 }) {
+  return (
+    <ErrorField id={props.id} label={props.label} error={props.error}>
+      {(aria) => (
+        <input
+          id={props.id}
+          value={props.value}
+          required={props.required}
+          placeholder={props.placeholder}
+          onChange={(e) => props.onChange(e.target.value)}
+          {...aria}
+        />
+      )}
+    </ErrorField>
+  );
+}
+
+/** What a control with an error underneath carries: invalid, and described by that error. */
+type ErrorAria = { "aria-invalid": true | undefined; "aria-describedby": string | undefined };
+
+/** The label, the control and its error (named by aria-describedby, not inside the label). */
+function ErrorField(props: {
+  id: string;
+  label: string;
+  error?: string | undefined;
+  children: (aria: ErrorAria) => ReactNode;
+}) {
   const errorId = `${props.id}-error`;
   return (
     <div className="field">
       <label htmlFor={props.id}>{props.label}</label>
-      <input
-        id={props.id}
-        value={props.value}
-        required={props.required}
-        placeholder={props.placeholder}
-        onChange={(e) => props.onChange(e.target.value)}
-        aria-invalid={props.error ? true : undefined}
-        aria-describedby={props.error ? errorId : undefined}
-      />
+      {props.children({
+        "aria-invalid": props.error ? true : undefined,
+        "aria-describedby": props.error ? errorId : undefined,
+      })}
       {props.error && (
         <span className="error" id={errorId}>
           {props.error}
@@ -155,26 +176,20 @@ export function TextAreaField(props: {
   mono?: boolean;
   required?: boolean;
 }) {
-  const errorId = `${props.id}-error`;
   return (
-    <div className="field">
-      <label htmlFor={props.id}>{props.label}</label>
-      <textarea
-        id={props.id}
-        rows={props.rows ?? 4}
-        className={props.mono ? "mono" : undefined}
-        required={props.required}
-        value={props.value}
-        onChange={(e) => props.onChange(e.target.value)}
-        aria-invalid={props.error ? true : undefined}
-        aria-describedby={props.error ? errorId : undefined}
-      />
-      {props.error && (
-        <span className="error" id={errorId}>
-          {props.error}
-        </span>
+    <ErrorField id={props.id} label={props.label} error={props.error}>
+      {(aria) => (
+        <textarea
+          id={props.id}
+          rows={props.rows ?? 4}
+          className={props.mono ? "mono" : undefined}
+          required={props.required}
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value)}
+          {...aria}
+        />
       )}
-    </div>
+    </ErrorField>
   );
 }
 
