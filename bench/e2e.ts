@@ -5,7 +5,12 @@
 // messages are DKIM-signed, so the rule engine does the lookups a real sender costs. Each trial
 // mails from fresh sender domains, so a DNS cache starts cold and only repeats within a trial hit it.
 // Per-stage breakdown from the rows' own timestamps.
-// Run: npm run -s bench:e2e [-- --seconds 60 --saturation 1000 --rounds 1 --domains 10 --slow-ms 50]
+// CPU ms per message of every process involved (each service, the bench database's Postgres
+// backends, Postgres's shared processes, redis-server, the bench itself), read from /proc around
+// each trial: the breakdown that says which component sets the ceiling. `--loads saturation` runs
+// only the saturation trials; `--cpu-prof DIR` makes every service write a V8 CPU profile there on exit.
+// Run: npm run -s bench:e2e [-- --seconds 60 --saturation 1000 --rounds 1 --domains 10 --slow-ms 50
+//                             --loads 10,50,saturation --cpu-prof DIR]
 import { generateKeyPairSync } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { type DnsServer, sparePort, startDnsServer, startReceiver } from "@mailroom/testing";
@@ -17,6 +22,7 @@ import { descendantsRunning, memoryMB, startNode, stopAll, waitForPort } from ".
 import { fmt, footer, header, load, table } from "./lib/report.ts";
 import { closedLoop, type Envelope, type LoadResult, openLoop } from "./lib/smtp-load.ts";
 import { flags, latency } from "./lib/stats.ts";
+import { type CpuSample, cpuSplit, sampleCpu } from "./lib/system-cpu.ts";
 
 const BENCH = "bench:e2e";
 const f = flags();
@@ -25,6 +31,13 @@ const saturation = f.num("saturation", 1000);
 const rounds = f.num("rounds", 1);
 const domainsPerTrial = f.num("domains", 10);
 const slowMs = f.num("slow-ms", 50);
+/** A `--name value` string option (flags() reads numbers and switches only). */
+const str = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const loadsWanted = (str("loads") ?? "10,50,saturation").split(",");
+const cpuProfDir = str("cpu-prof");
 const DOMAIN = "bench-e2e.example";
 const SERVICES = ["api", "smtp-ingest", "rule-engine", "webhook-dispatcher", "domain-verifier", "outbound-sender"];
 
@@ -58,7 +71,10 @@ try {
     API_HOST: "127.0.0.1",
     DNS_SERVERS: dns.server,
     ALLOW_PRIVATE_DESTINATIONS: "true",
+    ...(cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${cpuProfDir}` } : {}),
   });
+  const database = new URL(env.databaseUrl).pathname.slice(1);
+  const cpuNow = (): CpuSample => sampleCpu(stack.pid, SERVICES, database);
   await Promise.all([waitForPort(smtpPort, "smtp-ingest"), waitForPort(apiPort, "api")]);
 
   // Who got what: the subject carries the trial tag and the message's number.
@@ -108,6 +124,8 @@ try {
     e2eRate: number;
     lat: ReturnType<typeof latency>;
     stages: Record<string, number>;
+    /** CPU ms per accepted message, by process group, and the cores the whole trial kept busy. */
+    cpu: Record<string, number>;
   };
   async function trial(mode: "fast" | "slow", rate: number | "saturation", forSeconds = seconds): Promise<R> {
     const tag = `t${++trialNo}${mode}`;
@@ -122,6 +140,7 @@ try {
       message: (i: number) => messages[i] as Buffer,
       onAccepted: (i: number, at: number) => acceptedAt.set(i, at),
     };
+    const cpu0 = cpuNow();
     const started = performance.now();
     const sent: LoadResult =
       rate === "saturation"
@@ -135,6 +154,7 @@ try {
       await new Promise((r) => setTimeout(r, 200));
     }
     const lastArrival = Math.max(...subjects.map((s) => arrivals.get(s) as number));
+    const cpu = cpuPerMessage(cpu0, cpuNow(), acceptedAt.size, performance.now() - started);
     const lat = latency([...acceptedAt].map(([i, at]) => (arrivals.get(`${tag} ${i}`) as number) - at));
     const stages = await stageBreakdown(tag);
     dns.setDelay(0);
@@ -144,12 +164,29 @@ try {
       e2eRate: acceptedAt.size / ((lastArrival - started) / 1000),
       lat,
       stages,
+      cpu,
     };
     console.log(
       `${tag} ${rate === "saturation" ? "saturation" : `${rate} msg/s`}: accepted ${fmt(r.accepted)} msg/s, end to end ${fmt(r.e2eRate)} msg/s, ` +
         `p50 ${fmt(lat.p50)} p99 ${fmt(lat.p99)} max ${fmt(lat.max)} ms — ${load()}`,
     );
+    console.log(
+      `  CPU ms per message: ${Object.entries(cpu)
+        .map(([k, v]) => `${k} ${fmt(v, 2)}`)
+        .join(", ")}`,
+    );
     return r;
+  }
+
+  /** CPU ms per message by process group, plus the total and the cores kept busy over the trial. */
+  function cpuPerMessage(before: CpuSample, after: CpuSample, messages: number, wallMs: number) {
+    const split = cpuSplit(before, after);
+    const total = [...split.values()].reduce((a, b) => a + b, 0);
+    const out: Record<string, number> = {};
+    for (const [k, v] of [...split].sort((a, b) => b[1] - a[1])) out[k] = v / messages;
+    out.total = total / messages;
+    out["cores busy"] = total / wallMs;
+    return out;
   }
 
   /** Medians of each stage, in ms, from the rows' own timestamps (the services' clocks are this machine's). */
@@ -176,9 +213,10 @@ try {
     throw new Error(`warm-up failed: ${(err as Error).message}`);
   });
 
-  const loads: (number | "saturation")[] = [10, 50, "saturation"];
+  const loads = ([10, 50, "saturation"] as const).filter((l) => loadsWanted.includes(String(l)));
   const rows: (string | number)[][] = [];
   const stageRows: (string | number)[][] = [];
+  const cpuRows: (string | number)[][] = [];
   for (const rate of loads) {
     const results = await interleave<R>(
       rounds,
@@ -199,6 +237,17 @@ try {
       ]);
       const keys = Object.keys(rs[0]?.stages ?? {});
       stageRows.push([label, dnsLabel, ...keys.map((k) => medianOf(rs, (r) => r.stages[k] ?? Number.NaN))]);
+      for (const k of Object.keys(rs[0]?.cpu ?? {})) {
+        cpuRows.push([
+          label,
+          dnsLabel,
+          k,
+          fmt(
+            medianOf(rs, (r) => r.cpu[k] ?? Number.NaN),
+            2,
+          ),
+        ]);
+      }
     }
   }
   console.log("\nEnd to end: SMTP 250 → webhook received (ms); rates in msg/s; medians of the rounds");
@@ -208,6 +257,10 @@ try {
     ["load", "DNS", "rule engine p50", "delivery queue p50", "POST p50", "rule engine p99", "delivery queue p99"],
     stageRows,
   );
+  console.log(
+    "\nCPU ms per accepted message by process (medians of the rounds; 'cores busy': all of them ÷ wall time)",
+  );
+  table(["load", "DNS", "process", "CPU ms / message"], cpuRows);
   console.log("\nPeak memory (VmHWM) of each service process:");
   table(
     ["service", "peak MB", "now MB"],

@@ -3,7 +3,9 @@
 // (startRuleEngine, wired as main.ts wires it, concurrency as configured) drains the backlog against
 // a loopback DNS server with the senders' SPF/DKIM/DMARC records (cache warm after the first few).
 // Prints the drain rate, CPU ms per email (this process and its parser threads) and SQL statements
-// per email (every query through node-postgres, Prisma's included), and with --profile writes a
+// per email (every query through node-postgres, Prisma's included), the CPU the bench database's
+// Postgres backends and redis-server spent meanwhile (redis-server is shared: other users of it on
+// the machine count too), and with --profile writes a
 // CPU profile of the drain only and prints where its self time goes by package.
 // Run: npm run -s bench:rule-engine [-- --messages 600 --concurrency 4 --profile]
 import { generateKeyPairSync } from "node:crypto";
@@ -25,6 +27,7 @@ import { seedAddress, seedDomain, seedEndpoint } from "../services/smtp-ingest/t
 import { fmt, footer, header, load, table } from "./lib/report.ts";
 import { closedLoop } from "./lib/smtp-load.ts";
 import { flags } from "./lib/stats.ts";
+import { cpuSplit, sampleCpu } from "./lib/system-cpu.ts";
 
 const f = flags();
 const messages = f.num("messages", 600);
@@ -92,6 +95,8 @@ try {
     await session.post("Profiler.setSamplingInterval", { interval: 500 });
     await session.post("Profiler.start");
   }
+  const database = new URL(p.env.databaseUrl).pathname.slice(1);
+  const servers0 = sampleCpu(process.pid, [], database);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   // As main.ts wires it: one parser thread per job the engine runs at once.
@@ -120,6 +125,7 @@ try {
   }
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const servers = cpuSplit(servers0, sampleCpu(process.pid, [], database));
   const stmts = statements - polls; // not the engine's
   await engine.close();
   await parser.close();
@@ -132,13 +138,23 @@ try {
   }
   const stored = await p.prisma.email.count();
   table(
-    ["emails stored", "drain (emails/s)", "CPU ms / email", "SQL statements / email", "wall s"],
+    [
+      "emails stored",
+      "drain (emails/s)",
+      "CPU ms / email",
+      "SQL statements / email",
+      "Postgres CPU ms / email",
+      "Redis CPU ms / email",
+      "wall s",
+    ],
     [
       [
         stored,
         fmt(stored / seconds),
         fmt((cpu.user + cpu.system) / 1000 / stored, 2),
         fmt(stmts / stored, 1),
+        fmt((servers.get("postgres (bench database backends)") ?? 0) / stored, 2),
+        fmt((servers.get("redis-server (shared)") ?? 0) / stored, 2),
         fmt(seconds),
       ],
     ],
