@@ -2,7 +2,7 @@ import { type PrismaClient, poolOf } from "@mailroom/db";
 import { retryFor } from "@mailroom/queues";
 import { loadRecipient } from "./load.ts";
 import { isDependencyOutage } from "./outage.ts";
-import { type ProcessDeps, type ProcessResult, processRecipient } from "./process.ts";
+import { type ProcessDeps, type ProcessResult, processRecipient, RAW_WITH_LOAD_BYTES } from "./process.ts";
 import { pgSafeText } from "./sanitize.ts";
 
 /** Tries a recipient gets before it is stored as PROCESSING_FAILED. */
@@ -28,7 +28,10 @@ export async function processWithBudget(
 ): Promise<ProcessResult> {
   // Counts the try in the statement that loads the recipient (load.ts). Throws while Postgres is
   // unreachable: nothing is counted then.
-  const loaded = await loadRecipient(poolOf(deps.prisma), spoolRecipientId, { countTry: true });
+  const loaded = await loadRecipient(poolOf(deps.prisma), spoolRecipientId, {
+    countTry: true,
+    rawUpTo: RAW_WITH_LOAD_BYTES,
+  });
   const tries = loaded?.tries ?? null;
   // Not pending (stored, storing, blocked, …) or gone: the skip/resume path, no budget involved.
   if (tries === null) return processRecipient(deps, spoolRecipientId, {}, loaded);

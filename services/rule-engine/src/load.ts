@@ -6,6 +6,7 @@
  */
 import type { Condition, RuleAction, RuleForEval } from "@mailroom/core";
 import type { Queryable } from "@mailroom/db";
+import pg from "pg";
 
 export type LoadedRecipient = {
   id: string;
@@ -20,6 +21,12 @@ export type LoadedRecipient = {
   spool: { mailFrom: string; remoteIp: string | null; helo: string | null; receivedAt: Date };
   /** Bytes of the raw message (0 when they are gone). */
   size: number;
+  /**
+   * The raw message itself when it was asked for (`rawUpTo`), the recipient is pending and the
+   * message is that small, in a SharedArrayBuffer (the parser thread reads it without a copy);
+   * otherwise null, and the byte store reads it (process.ts).
+   */
+  raw: Buffer | null;
   accountExists: boolean;
   domainExists: boolean;
   /** The address row (null when the recipient has none or it was deleted since). */
@@ -30,8 +37,9 @@ export type LoadedRecipient = {
   rules: RuleForEval[];
 };
 
-type Row = Omit<LoadedRecipient, "spool" | "address" | "rules" | "tries" | "size"> & {
+type Row = Omit<LoadedRecipient, "spool" | "address" | "rules" | "tries" | "size" | "raw"> & {
   size: number | null;
+  raw: Buffer | null;
   tries: number | null;
   mailFrom: string;
   remoteIp: string | null;
@@ -43,18 +51,7 @@ type Row = Omit<LoadedRecipient, "spool" | "address" | "rules" | "tries" | "size
   rules: (Omit<RuleForEval, "action" | "conditions"> & { action: string; conditions: unknown })[];
 };
 
-/**
- * `countTry`: count a processing try (attempts.ts) in the same statement, only if the recipient is
- * still pending. The UPDATE in the CTE commits with the statement, before any processing, so a
- * message that kills the process is counted as before. Null when the recipient is not spooled.
- */
-export async function loadRecipient(
-  db: Queryable,
-  id: string,
-  opts: { countTry?: boolean } = {},
-): Promise<LoadedRecipient | null> {
-  const { rows } = await db.query<Row>(
-    `WITH try AS (
+const LOAD_SQL = `WITH try AS (
        UPDATE spool_recipients SET attempts = attempts + 1
         WHERE id = $1 AND status = 'pending' AND $2::boolean
         RETURNING attempts
@@ -62,6 +59,7 @@ export async function loadRecipient(
      SELECT r.id, r."spoolId", r."accountId", r."domainId", r."addressId", r.recipient, r.status,
             (SELECT attempts FROM try) AS tries,
             s."mailFrom", s."remoteIp", s.helo, s."receivedAt", octet_length(s.raw) AS size,
+            CASE WHEN r.status = 'pending' AND octet_length(s.raw) <= $3 THEN s.raw END AS raw,
             acc.id IS NOT NULL AS "accountExists",
             d.id IS NOT NULL AS "domainExists",
             ad.id IS NOT NULL AS "addressFound", ad."localPart", ad."endpointId" AS "addressEndpointId",
@@ -80,9 +78,40 @@ export async function loadRecipient(
        LEFT JOIN accounts acc ON acc.id = r."accountId"
        LEFT JOIN domains d ON d.id = r."domainId"
        LEFT JOIN addresses ad ON ad.id = r."addressId"
-      WHERE r.id = $1`,
-    [id, opts.countTry === true],
-  );
+      WHERE r.id = $1`;
+
+/** bytea arrives as `\x<hex>` (text format); decoded straight into shared memory, without a second copy. */
+const RAW_INTO_SHARED_MEMORY = {
+  getTypeParser: (oid: number, format?: string) =>
+    oid === BYTEA_OID ? sharedBytes : pg.types.getTypeParser(oid, format as "text"),
+};
+const BYTEA_OID = 17;
+
+function sharedBytes(value: string): Buffer {
+  const out = Buffer.from(new SharedArrayBuffer((value.length - 2) / 2));
+  out.write(value.slice(2), "hex");
+  return out;
+}
+
+/**
+ * `countTry`: count a processing try (attempts.ts) in the same statement, only if the recipient is
+ * still pending. The UPDATE in the CTE commits with the statement, before any processing, so a
+ * message that kills the process is counted as before. `rawUpTo`: also return the raw bytes of a
+ * pending recipient's message of at most this many bytes (issue 13: one statement less per email;
+ * bigger ones are read once the memory budget admits them). Null when the recipient is not spooled.
+ */
+export async function loadRecipient(
+  db: Queryable,
+  id: string,
+  opts: { countTry?: boolean; rawUpTo?: number } = {},
+): Promise<LoadedRecipient | null> {
+  // Named: each pooled connection parses and plans it once, not for every email.
+  const { rows } = await db.query<Row>({
+    name: "rule-engine-load",
+    text: LOAD_SQL,
+    values: [id, opts.countTry === true, opts.rawUpTo ?? -1],
+    types: RAW_INTO_SHARED_MEMORY,
+  } as pg.QueryConfig);
   const r = rows[0];
   if (!r) return null;
   return {
@@ -96,6 +125,7 @@ export async function loadRecipient(
     tries: r.tries,
     spool: { mailFrom: r.mailFrom, remoteIp: r.remoteIp, helo: r.helo, receivedAt: r.receivedAt },
     size: r.size ?? 0,
+    raw: r.raw,
     accountExists: r.accountExists,
     domainExists: r.domainExists,
     address: r.addressFound ? { localPart: r.localPart as string, endpointId: r.addressEndpointId } : null,

@@ -23,6 +23,12 @@ export type { ProcessDeps, ProcessOptions, ProcessResult } from "./deps.ts";
 /** Same account + recipient + Message-ID + body hash received within this window is a duplicate. */
 const DEDUPE_WINDOW_MS = 24 * 3600 * 1000;
 
+/**
+ * Messages up to this size come with the load statement (load.ts: one statement less per email);
+ * bigger ones are read by the byte store once the memory budget admits them, as before.
+ */
+export const RAW_WITH_LOAD_BYTES = 256 * 1024;
+
 /** `loaded`: the load step already done by the caller (attempts.ts counts the try in it). */
 export async function processRecipient(
   deps: ProcessDeps,
@@ -30,7 +36,10 @@ export async function processRecipient(
   opts: ProcessOptions = {},
   loaded?: LoadedRecipient | null,
 ): Promise<ProcessResult> {
-  const rcpt = loaded === undefined ? await loadRecipient(poolOf(deps.prisma), spoolRecipientId) : loaded;
+  const rcpt =
+    loaded === undefined
+      ? await loadRecipient(poolOf(deps.prisma), spoolRecipientId, { rawUpTo: RAW_WITH_LOAD_BYTES })
+      : loaded;
   if (!rcpt) return { outcome: "skipped", reason: "recipient no longer spooled" };
   const result = await processLoaded(deps, rcpt, opts);
   await archiveRaw(deps, rcpt);
@@ -65,7 +74,7 @@ async function dropForDeletedAccount(deps: ProcessDeps, rcpt: LoadedRecipient): 
 /** Everything after the load step, for a recipient still pending whose account exists. */
 async function processPending(deps: ProcessDeps, rcpt: LoadedRecipient, opts: ProcessOptions): Promise<ProcessResult> {
   // In a SharedArrayBuffer, so the parser thread reads these bytes without a copy of its own.
-  const raw = await bytesOf(deps).readRaw(rcpt.spoolId, { shared: true });
+  const raw = rcpt.raw ?? (await bytesOf(deps).readRaw(rcpt.spoolId, { shared: true }));
   if (!raw) return { outcome: "skipped", reason: "raw message no longer spooled" };
   const judged = await parseAndJudge(deps, rcpt, raw, opts);
   const decision = await decide(

@@ -6,7 +6,7 @@
  * Plain node-postgres on the Prisma client's pool: Prisma's per-query work was most of the CPU these
  * statements cost, and it copies large text values (a 25 MB body) many times over.
  */
-import { newId, type Queryable, withTransaction } from "@mailroom/db";
+import { newId, type Queryable } from "@mailroom/db";
 import type pg from "pg";
 import type { ParsedEmail } from "./parse.ts";
 
@@ -149,9 +149,7 @@ SELECT (SELECT status FROM claim) AS claimed,
 
 /**
  * Stores the Email with its thread, attachment rows (bytes later: process.ts finishStoring) and
- * Deliveries, or records the duplicate, in one transaction of four statements. The advisory lock
- * serialises the duplicate check for one (account, recipient, Message-ID) across workers: it must
- * be its own statement, so that the check after it sees what the lock's previous holder committed.
+ * Deliveries, or records the duplicate, in one transaction of three round trips (storeInTransaction).
  */
 export async function storeEmail(pool: pg.Pool, input: StoreInput): Promise<StoreResult> {
   const { row, email } = input;
@@ -185,21 +183,41 @@ export async function storeEmail(pool: pg.Pool, input: StoreInput): Promise<Stor
     JSON.stringify(deliveries), // $14
     ...EMAIL_COLUMNS.map(([, , value]) => value(input)),
   ];
-  const dedupeKey = `${row.accountId}\n${row.recipient}\n${email.messageId}`;
-  const r = await withTransaction(pool, async (c) => {
-    await c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [dedupeKey]);
-    const { rows } = await c.query<{
-      claimed: string | null;
-      sameId: string | null;
-      emailId: string | null;
-      deliveryIds: string[];
-      deliveries: { id: string; endpointType: string }[];
-    }>(STORE_SQL, params);
-    return rows[0];
-  });
+  const r = await storeInTransaction(pool, `${row.accountId}\n${row.recipient}\n${email.messageId}`, params);
   if (!r?.claimed) return { kind: "claimed-elsewhere" };
   if (r.sameId && r.claimed === "duplicate") return { kind: "duplicate", emailId: r.sameId };
   return { kind: "stored", emailId: r.emailId as string, deliveryIds: r.deliveryIds, deliveries: r.deliveries };
+}
+
+type StoreRow = {
+  claimed: string | null;
+  sameId: string | null;
+  emailId: string | null;
+  deliveryIds: string[];
+  deliveries: { id: string; endpointType: string }[];
+};
+
+/**
+ * BEGIN and the duplicate lock in one round trip (a simple query of two statements, so the key goes
+ * in as a quoted literal; the same lock as before, so old and new processes exclude each other),
+ * the store statement (named: parsed and planned once per connection), COMMIT. The lock serialises
+ * the duplicate check for one (account, recipient, Message-ID) across workers; it must be a
+ * statement of its own, before the store, so that the check sees what the lock's previous holder
+ * committed (READ COMMITTED: a snapshot per statement).
+ */
+async function storeInTransaction(pool: pg.Pool, dedupeKey: string, params: unknown[]): Promise<StoreRow | undefined> {
+  const client = await pool.connect();
+  try {
+    await client.query(`BEGIN; SELECT pg_advisory_xact_lock(hashtextextended(${client.escapeLiteral(dedupeKey)}, 0))`);
+    const { rows } = await client.query<StoreRow>({ name: "rule-engine-store", text: STORE_SQL, values: params });
+    await client.query("COMMIT");
+    return rows[0];
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 /** The `block` step: the recipient claimed as blocked and its block record, in one statement. */
@@ -216,8 +234,9 @@ export async function recordBlock(
     receivedAt: Date;
   },
 ): Promise<boolean> {
-  const { rows } = await db.query<{ id: string }>(
-    `WITH claim AS (
+  const { rows } = await db.query<{ id: string }>({
+    name: "rule-engine-block",
+    text: `WITH claim AS (
        UPDATE spool_recipients SET status = 'blocked', "processedAt" = now()
         WHERE id = $1 AND status = 'pending'
         RETURNING id
@@ -225,7 +244,7 @@ export async function recordBlock(
      INSERT INTO block_records (id, "accountId", "ruleId", "ruleName", sender, recipient, subject, "receivedAt")
      SELECT $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM claim)
      RETURNING id`,
-    [
+    values: [
       b.spoolRecipientId,
       newId("block"),
       b.accountId,
@@ -236,17 +255,18 @@ export async function recordBlock(
       b.subject,
       b.receivedAt,
     ],
-  );
+  });
   return rows.length > 0;
 }
 
 /** A blocked or duplicate message keeps no body: drop the raw bytes once nothing still needs them. */
 export async function purgeSpoolIfUnused(db: Queryable, spoolId: string): Promise<void> {
-  await db.query(
-    `DELETE FROM spooled_messages s
+  await db.query({
+    name: "rule-engine-purge",
+    text: `DELETE FROM spooled_messages s
       WHERE s.id = $1
         AND NOT EXISTS (SELECT 1 FROM spool_recipients r WHERE r."spoolId" = s.id AND r.status = 'pending')
         AND NOT EXISTS (SELECT 1 FROM emails e WHERE e."spoolId" = s.id)`,
-    [spoolId],
-  );
+    values: [spoolId],
+  });
 }
