@@ -32,13 +32,7 @@ export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs
     }, timeoutMs);
     timer.unref();
     running = (async () => {
-      for (const step of steps) {
-        try {
-          await step.close();
-        } catch (err) {
-          logger.warn({ err, step: step.name }, "shutdown step failed");
-        }
-      }
+      await closeInOrder(logger, steps);
       clearTimeout(timer);
       logger.info("stopped");
     })();
@@ -47,6 +41,20 @@ export function installShutdown(logger: Logger, steps: ShutdownStep[], timeoutMs
   process.once("SIGTERM", () => void shutdown("SIGTERM").then(() => process.exit(0)));
   process.once("SIGINT", () => void shutdown("SIGINT").then(() => process.exit(0)));
   return () => shutdown();
+}
+
+/**
+ * Runs shutdown steps in order, each failure logged and skipped: what a signal runs through
+ * installShutdown, and what a test calls to stop a service it started in-process.
+ */
+export async function closeInOrder(logger: Pick<Logger, "warn">, steps: ShutdownStep[]): Promise<void> {
+  for (const step of steps) {
+    try {
+      await step.close();
+    } catch (err) {
+      logger.warn({ err, step: step.name }, "shutdown step failed");
+    }
+  }
 }
 
 /**

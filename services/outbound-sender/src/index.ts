@@ -4,5 +4,6 @@ export * from "./forward-worker.ts";
 export * from "./message.ts";
 export * from "./relay.ts";
 export * from "./send.ts";
+export * from "./service.ts";
 export * from "./sweeper.ts";
 export * from "./worker.ts";

@@ -1,0 +1,127 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createCursorCodec, poolOf } from "@mailroom/db";
+import { createDomainDns, type DomainDns } from "@mailroom/domain-verification";
+import { createEgressResolver } from "@mailroom/egress";
+import type { Logger } from "@mailroom/log";
+import { bootProducer, bootSteps, type ProducerBoot } from "@mailroom/observability";
+import { closeInOrder, fatal, listen, type ShutdownStep } from "@mailroom/runtime";
+import { type ByteStore, byteStoreConfig, createByteStore } from "@mailroom/storage";
+import type { Express } from "express";
+import { createApp } from "./app.ts";
+import type { ApiEnv } from "./env.ts";
+import { createEventHub, type EventHub } from "./events/hub.ts";
+import { createDestinationCheck } from "./lib/destinations.ts";
+import { outboundEnqueuer } from "./lib/outbound-queue.ts";
+import { deliveryEnqueuer } from "./ops/deliveries.ts";
+
+/** What a test (the in-process stack) hands in instead of what the API would make from its env. */
+export type ApiServiceDeps = {
+  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
+  boot?: ProducerBoot;
+  /** DNS for domain verification; absent: DNS_SERVERS. */
+  domainDns?: DomainDns;
+  /** Heartbeat interval of GET /events streams (default 15 s). */
+  eventsHeartbeatMs?: number;
+};
+
+export type ApiService = {
+  logger: Logger;
+  app: Express;
+  server: Server;
+  /** Where it listens, e.g. http://127.0.0.1:3000 (the port chosen when API_PORT is 0). */
+  url: string;
+  events: EventHub;
+  /** Shutdown in order: readiness, event streams, HTTP, queues, byte store, then what the boot made. */
+  steps: ShutdownStep[];
+  close(): Promise<void>;
+};
+
+/** The API process: REST, MCP and the console on API_PORT, wired once for main.ts and the test stack. */
+export async function startApiService(env: ApiEnv, deps: ApiServiceDeps = {}): Promise<ApiService> {
+  // Listen only once Postgres and Redis answer (the rate limiter could not count a request before);
+  // past STARTUP_TIMEOUT_MS, or with the port taken, main.ts exits with one line instead of limping on.
+  const boot = deps.boot ?? (await bootProducer("api", env));
+  const { logger, obs, redisConnections, producerRedis: redis } = boot;
+  const queues = {
+    outbound: redisConnections.queue("outbound", redis),
+    delivery: redisConnections.queue("delivery", redis),
+    forward: redisConnections.queue("forward", redis),
+  };
+  const heartbeat = deps.eventsHeartbeatMs ? { heartbeatMs: deps.eventsHeartbeatMs } : {};
+  const events = createEventHub(redis, env.REDIS_PREFIX, logger, heartbeat);
+  const bytes = createByteStore(byteStoreConfig(env), poolOf(boot.prisma));
+  const app = apiApp(env, { boot, bytes, events, queues, domainDns: deps.domainDns });
+  const server = createServer(app);
+  await listen(server, env.API_PORT, env.API_HOST);
+  const url = `http://${env.API_HOST}:${(server.address() as AddressInfo).port}`;
+  logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on ${url}`);
+  server.on("error", (err) => fatal(logger, err));
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
+  const steps: ShutdownStep[] = [
+    // First: readiness turns false, so load balancers and probes see the drain.
+    { name: "readiness", close: () => obs.drain() },
+    // Then open event streams and waits end, so the HTTP server can close without waiting on them.
+    { name: "events", close: () => events.close() },
+    { name: "http", close: () => closeServer(server) },
+    { name: "queue", close: () => Promise.all(Object.values(queues).map((q) => q.close())) },
+    { name: "byte store", close: () => bytes.close() },
+    ...(deps.boot ? [] : bootSteps(boot)),
+  ];
+  return { logger, app, server, url, events, steps, close: () => closeInOrder(logger, steps) };
+}
+
+type AppParts = {
+  boot: ProducerBoot;
+  bytes: ByteStore;
+  events: EventHub;
+  queues: { outbound: Parameters<typeof outboundEnqueuer>[0] } & Parameters<typeof deliveryEnqueuer>[0];
+  domainDns: DomainDns | undefined;
+};
+
+function apiApp(env: ApiEnv, { boot, bytes, events, queues, domainDns }: AppParts): Express {
+  const { prisma, logger, obs } = boot;
+  // DNS_SERVERS behind every SSRF check (create/update/test), as in the dispatcher at delivery.
+  const egressResolver = createEgressResolver(env.DNS_SERVERS);
+  return createApp({
+    prisma,
+    bytes,
+    ...(env.SIGNED_URL_SECRET ? { signedUrlSecret: env.SIGNED_URL_SECRET } : {}),
+    registry: obs.registry,
+    draining: () => obs.health.draining,
+    redis: boot.producerRedis,
+    logger,
+    bodyLimit: env.API_BODY_LIMIT,
+    trustProxy: env.API_TRUST_PROXY,
+    rateLimit: {
+      limit: env.RATE_LIMIT_REQUESTS,
+      windowSeconds: env.RATE_LIMIT_WINDOW_SECONDS,
+      prefix: env.REDIS_PREFIX,
+    },
+    cursors: createCursorCodec(env.CURSOR_SECRET),
+    checkDestination: createDestinationCheck({
+      allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS,
+      resolver: egressResolver,
+    }),
+    egressResolver,
+    domainDns: domainDns ?? createDomainDns({ servers: env.DNS_SERVERS }),
+    enqueueOutbound: outboundEnqueuer(queues.outbound),
+    enqueueDelivery: deliveryEnqueuer({ delivery: queues.delivery, forward: queues.forward }),
+    events,
+    config: {
+      mxHost: env.MX_HOST,
+      dkimDomain: env.DKIM_DOMAIN,
+      publicApiUrl: env.PUBLIC_API_URL,
+      allowPrivateDestinations: env.ALLOW_PRIVATE_DESTINATIONS,
+    },
+  });
+}
+
+/** Closes the HTTP server, ending idle keep-alive connections so close() does not wait on them. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,97 @@
+import { readFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { poolOf } from "@mailroom/db";
+import type { Logger } from "@mailroom/log";
+import { bootProducer, bootSteps, type ProducerBoot } from "@mailroom/observability";
+import { closeInOrder, listen, type ShutdownStep } from "@mailroom/runtime";
+import { defaultBatchLimits } from "./accept-batch.ts";
+import { DataBudget } from "./data-budget.ts";
+import type { IngestEnv } from "./env.ts";
+import { createIngestServer, type IngestOptions } from "./server.ts";
+import { startStagingPurge } from "./staging.ts";
+
+/** What a test (the in-process stack) hands in instead of what the ingest would make from its env. */
+export type IngestServiceDeps = {
+  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
+  boot?: ProducerBoot;
+  /** Server options on top of those read from the env (a test's short close timeout). */
+  server?: Partial<IngestOptions>;
+};
+
+export type IngestService = {
+  logger: Logger;
+  server: ReturnType<typeof createIngestServer>;
+  /** The port it listens on (the one chosen when SMTP_PORT is 0). */
+  port: number;
+  /** Shutdown in order: readiness, SMTP intake (and the staging purge), the queue, then what the boot made. */
+  steps: ShutdownStep[];
+  close(): Promise<void>;
+};
+
+/** The SMTP ingest process, wired once for main.ts and the test stack. */
+export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps = {}): Promise<IngestService> {
+  // Take mail only once Postgres and Redis answer; a dependency gone past STARTUP_TIMEOUT_MS or a
+  // port that cannot be bound ends the process with one line (a pod that takes no mail must not look up).
+  const boot = deps.boot ?? (await bootProducer("smtp-ingest", env, { poolSize: env.DATABASE_POOL_SIZE }));
+  const { logger, prisma, obs } = boot;
+  const queue = boot.redisConnections.queue("inbound", boot.producerRedis);
+  const server = createIngestServer({
+    ...ingestOptions(env),
+    prisma,
+    registry: obs.registry,
+    queue,
+    logger,
+    ...deps.server,
+  });
+  const purgeEveryMs = Math.min(env.SPOOL_STAGING_TTL_MS, 600_000);
+  const stagingPurge = startStagingPurge(poolOf(prisma), logger, env.SPOOL_STAGING_TTL_MS, purgeEveryMs);
+  await listen(server.server, env.SMTP_PORT, env.SMTP_HOST);
+  const port = (server.server.address() as AddressInfo).port;
+  logger.info({ host: env.SMTP_HOST, port }, `smtp-ingest listening on ${env.SMTP_HOST}:${port}`);
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
+  const closeSmtp = () =>
+    new Promise<void>((resolve) => {
+      server.shuttingDown();
+      // The purge schedule stops now; a purge in flight is awaited with the connections.
+      const purgeStopped = stagingPurge.close();
+      server.close(() => resolve(purgeStopped));
+    });
+  const steps: ShutdownStep[] = [
+    // First: readiness turns false, so load balancers and probes see the drain.
+    { name: "readiness", close: () => obs.drain() },
+    { name: "smtp", close: closeSmtp },
+    { name: "queue", close: () => queue.close() },
+    ...(deps.boot ? [] : bootSteps(boot)),
+  ];
+  return { logger, server, port, steps, close: () => closeInOrder(logger, steps) };
+}
+
+/** The server's settings as the env gives them (limits, slow-client policy, batching, TLS). */
+function ingestOptions(env: IngestEnv): Omit<IngestOptions, "prisma" | "queue" | "logger" | "registry"> {
+  return {
+    hostname: env.SMTP_HOSTNAME,
+    ...(env.SMTP_POSTMASTER_DOMAIN ? { postmasterDomain: env.SMTP_POSTMASTER_DOMAIN } : {}),
+    ...(env.SMTP_PROXY_PROTOCOL ? { proxyProtocol: { trustedCidrs: env.SMTP_PROXY_TRUSTED_CIDRS } } : {}),
+    maxMessageBytes: env.MAX_MESSAGE_BYTES,
+    maxRecipients: env.MAX_RECIPIENTS,
+    socketTimeoutMs: env.SMTP_SOCKET_TIMEOUT_MS,
+    connectionTimeoutMs: env.SMTP_CONNECTION_TIMEOUT_MS,
+    maxConnections: env.SMTP_MAX_CONNECTIONS,
+    maxConnectionsPerIp: env.SMTP_MAX_CONNECTIONS_PER_IP,
+    policy: {
+      maxPerNet: env.SMTP_MAX_CONNECTIONS_PER_NET,
+      maxPreMail: env.SMTP_MAX_PRE_MAIL_SESSIONS ?? Math.max(1, Math.floor(env.SMTP_MAX_CONNECTIONS / 2)),
+      mailDeadlineMs: env.SMTP_MAIL_DEADLINE_MS,
+      commandTimeoutMs: env.SMTP_COMMAND_TIMEOUT_MS,
+      dataMinBytesPerSec: env.SMTP_DATA_MIN_BYTES_PER_SEC,
+      dataRateWindowMs: env.SMTP_DATA_RATE_WINDOW_MS,
+      greetingDelayMs: env.SMTP_GREETING_DELAY_MS,
+    },
+    acceptBatch: { ...defaultBatchLimits, maxMessages: env.SMTP_ACCEPT_BATCH_MESSAGES },
+    data: { budget: new DataBudget(env.SMTP_DATA_MEMORY_BYTES), chunkBytes: env.SMTP_DATA_CHUNK_BYTES },
+    ...(env.SMTP_TLS_CERT && env.SMTP_TLS_KEY
+      ? { tls: { cert: readFileSync(env.SMTP_TLS_CERT), key: readFileSync(env.SMTP_TLS_KEY) } }
+      : {}),
+  };
+}
