@@ -2,15 +2,21 @@ import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors, Registry } from "@mailroom/observability";
 import type { TypedQueue } from "@mailroom/queues";
-import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
-import { acceptInBatches, type BatchLimits, defaultBatchLimits } from "./accept-batch.ts";
-import { type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
+import {
+  SMTPServer,
+  type SMTPServerAddress,
+  type SMTPServerDataStream,
+  type SMTPServerOptions,
+  type SMTPServerSession,
+} from "smtp-server";
+import { type Accepting, acceptInBatches, type BatchLimits, defaultBatchLimits } from "./accept-batch.ts";
+import { type ConnectionGuard, type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
 import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
 import { unknownParameter } from "./esmtp-params.ts";
-import { observeIngest } from "./metrics.ts";
+import { type IngestMetrics, observeIngest } from "./metrics.ts";
 import { qualifyPostmaster } from "./postmaster.ts";
 import { acceptProxyProtocol } from "./proxy-accept.ts";
-import { lookupInBatches } from "./rcpt-lookup.ts";
+import { type Lookup, lookupInBatches } from "./rcpt-lookup.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { OverAllotment } from "./usage.ts";
@@ -43,22 +49,64 @@ export type IngestOptions = {
   registry?: Registry;
 };
 
+export type IngestServer = SMTPServer & { shuttingDown: () => void };
+
 type RoutedAddress = SMTPServerAddress & { route?: Route };
+type Done = (err?: Error | null) => void;
+
+/**
+ * What the session handlers share: the options, the grouped RCPT lookup and accept, and the
+ * guard and metrics (both made from the server, so set once it exists, before it listens).
+ */
+type Ingest = {
+  opts: IngestOptions;
+  data: DataOptions;
+  lookup: Lookup;
+  spool: Accepting;
+  closing: boolean;
+  guard?: ConnectionGuard;
+  metrics?: IngestMetrics;
+};
 
 /**
  * The SMTP ingest server (DESIGN.md §3.1): recipient checks at RCPT, the size limit at DATA, and
  * `250` only after the message and its jobs are durable (spool.ts, grouped by accept-batch.ts).
  */
-export function createIngestServer(opts: IngestOptions): SMTPServer & { shuttingDown: () => void } {
+export function createIngestServer(opts: IngestOptions): IngestServer {
   useOwnEnhancedCodes();
-  const { prisma, queue, logger } = opts;
-  let closing = false;
-  const lookup = lookupInBatches(poolOf(prisma));
-  const spool = acceptInBatches(poolOf(prisma), queue, opts.acceptBatch ?? defaultBatchLimits, {
-    written: (n) => metrics.batch(n),
-  });
+  const db = poolOf(opts.prisma);
+  const ingest: Ingest = {
+    opts,
+    data: opts.data ?? defaultDataOptions(),
+    lookup: lookupInBatches(db),
+    spool: acceptInBatches(db, opts.queue, opts.acceptBatch ?? defaultBatchLimits, {
+      written: (n) => ingest.metrics?.batch(n),
+    }),
+    closing: false,
+  };
+  const server = new SMTPServer({ ...serverOptions(opts), ...sessionHandlers(ingest) });
 
-  const server = new SMTPServer({
+  // Deadlines, caps and shedding against slow clients (connection-guard.ts); the lifetime limit too.
+  ingest.guard = guardConnections(server, {
+    ...defaultPolicy(opts.maxConnections, opts.maxConnectionsPerIp),
+    ...opts.policy,
+    lifetimeMs: opts.connectionTimeoutMs ?? 0,
+  });
+  if (opts.proxyProtocol) acceptProxyProtocol(server, opts.proxyProtocol.trustedCidrs, opts.logger);
+  // Sessions, reply codes, accepted messages, and a log line per 4xx/5xx reply.
+  ingest.metrics = observeIngest(server, opts.registry ?? new Registry(), opts.logger, ingest.spool.waiting);
+  // A bind failure before listening is main.ts's to report (one fatal line); after that, log and go on.
+  server.on("error", (err) => server.server.listening && opts.logger.warn({ err: err.message }, "smtp error"));
+  return Object.assign(server, {
+    shuttingDown: () => {
+      ingest.closing = true;
+    },
+  });
+}
+
+/** What smtp-server is told: names, limits, the extensions we offer, TLS if configured. */
+function serverOptions(opts: IngestOptions): SMTPServerOptions {
+  return {
     name: opts.hostname,
     banner: "mailroom ESMTP",
     size: opts.maxMessageBytes,
@@ -76,105 +124,115 @@ export function createIngestServer(opts: IngestOptions): SMTPServer & { shutting
     hideSMTPUTF8: false,
     ...(opts.tls ? { cert: opts.tls.cert, key: opts.tls.key } : {}),
     logger: false,
+  };
+}
 
+const shuttingDown = () => smtpError(421, "4.3.2", "Service shutting down, try again later");
+
+/** smtp-server's callbacks, one per SMTP step of a session. */
+function sessionHandlers(ingest: Ingest): Partial<SMTPServerOptions> {
+  return {
     onConnect(session, cb) {
-      if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
-      cb(guard.admit(session) ?? undefined);
+      if (ingest.closing) return cb(shuttingDown());
+      cb(ingest.guard?.admit(session) ?? undefined);
     },
     onClose(session) {
-      guard.closed(session);
+      ingest.guard?.closed(session);
     },
     onMailFrom(address, session, cb) {
-      if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
+      if (ingest.closing) return cb(shuttingDown());
       const bad = unknownParameter("MAIL", address.args);
       if (bad) return cb(bad);
-      guard.mailAccepted(session);
+      ingest.guard?.mailAccepted(session);
       cb();
     },
-    onRcptTo(address: RoutedAddress, _session, cb) {
-      if (closing) return cb(smtpError(421, "4.3.2", "Service shutting down, try again later"));
+    onRcptTo(address, _session, cb) {
+      if (ingest.closing) return cb(shuttingDown());
       const bad = unknownParameter("RCPT", address.args);
       if (bad) return cb(bad);
-      const rcpt = qualifyPostmaster(address.address, opts.postmasterDomain ?? opts.hostname);
-      decideRecipient(lookup, rcpt).then(
-        (d) => {
-          if (!d.ok) {
-            if (rcpt !== address.address)
-              logger.warn({ rcpt }, "bare postmaster refused: its domain is not hosted here");
-            return cb(smtpError(d.code, d.enhanced, d.message));
-          }
-          address.route = d.route;
-          cb();
-        },
-        (err) => {
-          // Rate-limited: with Postgres down every RCPT of every session lands here.
-          dependencyErrors(logger).report("postgres", err, { source: "recipient lookup" });
-          cb(smtpError(451, "4.3.0", "Temporary failure, try again later"));
-        },
-      );
+      routeRecipient(ingest, address, cb);
     },
     onData(stream, session, cb) {
-      // DATA goes to Postgres slice by slice as it arrives (receive.ts), so memory stays bounded per
-      // connection and across them. Past the limit it is read to the end and nothing is kept.
-      const data = opts.data ?? defaultDataOptions();
-      receiveData(stream, { db: poolOf(prisma), maxBytes: opts.maxMessageBytes, ...data }).then(
-        (got) => {
-          if (got.kind === "too-big") {
-            return cb(smtpError(552, "5.3.4", `Message too big for system (limit ${opts.maxMessageBytes} bytes)`));
-          }
-          const accepted = got.kind === "ok" ? accept(session, got.body) : Promise.reject(got.error);
-          accepted.then(
-            (spoolId) => cb(null, `2.0.0 Ok: queued as ${spoolId}`),
-            (err) => {
-              // The allotment ran out between RCPT and now (another session took the rest): the
-              // whole message is deferred; on retry RCPT refuses this account's recipients alone.
-              if (err instanceof OverAllotment) {
-                return cb(smtpError(452, "4.2.2", "Mailbox over its monthly allotment, try again later"));
-              }
-              logger.error({ err: (err as Error).message }, "could not spool message");
-              cb(smtpError(451, "4.3.0", "Temporary failure storing the message, try again later"));
-            },
-          );
-        },
-        (err: Error) => cb(err), // the client went away mid-DATA; its slices are already deleted
+      receiveMessage(ingest, stream, session, cb);
+    },
+  };
+}
+
+/** RCPT: the recipient's route (recipients.ts), kept on the address for the accept, or the refusal. */
+function routeRecipient(ingest: Ingest, address: RoutedAddress, cb: Done): void {
+  const { opts } = ingest;
+  const rcpt = qualifyPostmaster(address.address, opts.postmasterDomain ?? opts.hostname);
+  decideRecipient(ingest.lookup, rcpt).then(
+    (d) => {
+      if (!d.ok) {
+        if (rcpt !== address.address)
+          opts.logger.warn({ rcpt }, "bare postmaster refused: its domain is not hosted here");
+        return cb(smtpError(d.code, d.enhanced, d.message));
+      }
+      address.route = d.route;
+      cb();
+    },
+    (err) => {
+      // Rate-limited: with Postgres down every RCPT of every session lands here.
+      dependencyErrors(opts.logger).report("postgres", err, { source: "recipient lookup" });
+      cb(smtpError(451, "4.3.0", "Temporary failure, try again later"));
+    },
+  );
+}
+
+/**
+ * DATA goes to Postgres slice by slice as it arrives (receive.ts), so memory stays bounded per
+ * connection and across them. Past the limit it is read to the end and nothing is kept.
+ */
+function receiveMessage(
+  ingest: Ingest,
+  stream: SMTPServerDataStream,
+  session: SMTPServerSession,
+  cb: (err?: Error | null, message?: string) => void,
+): void {
+  const { maxMessageBytes, prisma } = ingest.opts;
+  receiveData(stream, { db: poolOf(prisma), maxBytes: maxMessageBytes, ...ingest.data }).then(
+    (got) => {
+      if (got.kind === "too-big") {
+        return cb(smtpError(552, "5.3.4", `Message too big for system (limit ${maxMessageBytes} bytes)`));
+      }
+      const accepted = got.kind === "ok" ? accept(ingest, session, got.body) : Promise.reject(got.error);
+      accepted.then(
+        (spoolId) => cb(null, `2.0.0 Ok: queued as ${spoolId}`),
+        (err) => cb(refusal(ingest.opts.logger, err)),
       );
     },
-  });
+    (err: Error) => cb(err), // the client went away mid-DATA; its slices are already deleted
+  );
+}
 
-  // Deadlines, caps and shedding against slow clients (connection-guard.ts); the lifetime limit too.
-  const guard = guardConnections(server, {
-    ...defaultPolicy(opts.maxConnections, opts.maxConnectionsPerIp),
-    ...opts.policy,
-    lifetimeMs: opts.connectionTimeoutMs ?? 0,
-  });
-  if (opts.proxyProtocol) acceptProxyProtocol(server, opts.proxyProtocol.trustedCidrs, logger);
-
-  async function accept(session: SMTPServerSession, body: ReceivedBody): Promise<string> {
-    const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));
-    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-    try {
-      const spoolId = await spool.accept({
-        body,
-        mailFrom,
-        remoteIp: session.remoteAddress ?? null,
-        helo: session.hostNameAppearsAs ?? null,
-        routes,
-      });
-      logger.info({ spoolId, bytes: body.size, recipients: routes.length }, "message accepted");
-      metrics.accepted(body.size);
-      return spoolId;
-    } finally {
-      body.release();
-    }
+/** The reply to a message that could not be made durable. */
+function refusal(logger: Logger, err: unknown): Error {
+  // The allotment ran out between RCPT and now (another session took the rest): the whole message
+  // is deferred; on retry RCPT refuses this account's recipients alone.
+  if (err instanceof OverAllotment) {
+    return smtpError(452, "4.2.2", "Mailbox over its monthly allotment, try again later");
   }
+  logger.error({ err: (err as Error).message }, "could not spool message");
+  return smtpError(451, "4.3.0", "Temporary failure storing the message, try again later");
+}
 
-  // Sessions, reply codes, accepted messages, and a log line per 4xx/5xx reply.
-  const metrics = observeIngest(server, opts.registry ?? new Registry(), logger, spool.waiting);
-  // A bind failure before listening is main.ts's to report (one fatal line); after that, log and go on.
-  server.on("error", (err) => server.server.listening && logger.warn({ err: err.message }, "smtp error"));
-  return Object.assign(server, {
-    shuttingDown: () => {
-      closing = true;
-    },
-  });
+/** Spools a received message for the routes found at RCPT; resolves with its spool id once durable. */
+async function accept(ingest: Ingest, session: SMTPServerSession, body: ReceivedBody): Promise<string> {
+  const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));
+  const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
+  try {
+    const spoolId = await ingest.spool.accept({
+      body,
+      mailFrom,
+      remoteIp: session.remoteAddress ?? null,
+      helo: session.hostNameAppearsAs ?? null,
+      routes,
+    });
+    ingest.opts.logger.info({ spoolId, bytes: body.size, recipients: routes.length }, "message accepted");
+    ingest.metrics?.accepted(body.size);
+    return spoolId;
+  } finally {
+    body.release();
+  }
 }
