@@ -99,29 +99,39 @@ export async function loadDelivery(prisma: PrismaClient, id: string): Promise<Lo
 /** One attempt to claim: the delivery, its expected attempt count (optional) and how due it must be. */
 export type ClaimRequest = { id: string; expectedCount?: number; dueBy: Date; now: Date };
 
+/** A requested delivery that may be claimed now (`req` a row of the requests). */
+const CLAIMABLE = `d."status" IN ('pending', 'retrying') AND (req."expected" IS NULL OR d."attemptCount" = req."expected")
+         AND ep."active" AND (ep."type" = 'email') = $7::boolean AND (d."nextAttemptAt" IS NULL OR d."nextAttemptAt" <= req."dueBy")`;
+/**
+ * `due`: the claimable requests of endpoints with a slot free, locked in id order and leased by
+ * `claimed`; `busy`: those of the busy endpoints, read as they are (neither locked nor written).
+ */
 const CLAIM = `
     WITH req AS (
       SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[]) AS r("id", "expected", "dueBy", "now")
     ), due AS (
-      SELECT d."id", d."nextAttemptAt", ep."timeoutSeconds", d."endpointId" = ANY($6::text[]) AS "busy", req."now"
+      SELECT d."id", d."nextAttemptAt", ep."timeoutSeconds", req."now"
         FROM req
         JOIN "deliveries" d ON d."id" = req."id"
         JOIN "endpoints" ep ON ep."id" = d."endpointId"
-       WHERE d."status" IN ('pending', 'retrying') AND (req."expected" IS NULL OR d."attemptCount" = req."expected")
-         AND ep."active" AND (ep."type" = 'email') = $7::boolean AND (d."nextAttemptAt" IS NULL OR d."nextAttemptAt" <= req."dueBy")
+       WHERE ${CLAIMABLE} AND NOT d."endpointId" = ANY($6::text[])
        ORDER BY d."id"
          FOR UPDATE OF d
     ), claimed AS (
       UPDATE "deliveries" d
-         SET "nextAttemptAt" = CASE WHEN due."busy" THEN d."nextAttemptAt"
-                               ELSE due."now" + coalesce($8::int, due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond' END,
-             "updatedAt" = CASE WHEN due."busy" THEN d."updatedAt" ELSE now() END
+         SET "nextAttemptAt" = due."now" + coalesce($8::int, due."timeoutSeconds" * 1000 + $5::int) * interval '1 millisecond',
+             "updatedAt" = now()
         FROM due
        WHERE d."id" = due."id"
-      RETURNING d.*, due."nextAttemptAt" AS "previousNextAttemptAt", due."busy"
+      RETURNING d.*, due."nextAttemptAt" AS "previousNextAttemptAt", false AS "busy"
+    ), busy AS (
+      SELECT d.*, d."nextAttemptAt" AS "previousNextAttemptAt", true AS "busy"
+        FROM req
+        JOIN "deliveries" d ON d."id" = req."id"
+        JOIN "endpoints" ep ON ep."id" = d."endpointId"
+       WHERE ${CLAIMABLE} AND d."endpointId" = ANY($6::text[])
     )
-    ${selectLoaded("claimed", `, d."previousNextAttemptAt", d."busy"`, "")}`;
-
+    ${selectLoaded(`(SELECT * FROM claimed UNION ALL SELECT * FROM busy)`, `, d."previousNextAttemptAt", d."busy"`, "")}`;
 /** How a claim is taken: which destinations, and how long the lease lasts. */
 export type ClaimOptions = {
   /** The lease: the endpoint's timeout plus this (HTTP destinations). */
@@ -140,8 +150,9 @@ export type ClaimOptions = {
  * `leaseMs`) from `now`; the row locks (FOR UPDATE, taken in id order so that two claimers cannot deadlock, and
  * re-checked after a concurrent update) make two claimers of one attempt exclusive. Null for a
  * request not claimable now (`loadDelivery` says why). A delivery for one of `busyEndpoints` (no slot
- * free in this process) comes back with `busy` and is not claimed: the job learns its endpoint in the
- * same round trip, with nothing to give back. The ids must be distinct (the batcher's key).
+ * free in this process) comes back with `busy` and is neither locked nor written (no row version, no
+ * WAL for a job that only learns its endpoint): the job learns it in the same round trip, with
+ * nothing to give back. The ids must be distinct (the batcher's key).
  */
 export async function claimDeliveries(
   prisma: PrismaClient,

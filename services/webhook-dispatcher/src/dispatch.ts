@@ -6,6 +6,7 @@ import {
   claimNext,
   directAttemptStore,
   enqueueDeliveryAttempt,
+  type MadeAttempt,
   settleAttempt,
   unclaimDelivery,
 } from "@mailroom/deliveries";
@@ -65,26 +66,56 @@ export async function attemptDelivery(
   deliveryId: string,
   opts: { expectedAttempt?: number; holder?: string } = {},
 ): Promise<AttemptOutcome> {
-  const now = deps.now ?? (() => new Date());
   const store =
     deps.store ??
     directAttemptStore(deps.prisma, {
       leaseMarginMs: SLOT_LEASE_MARGIN_MS,
       busyEndpoints: () => deps.slots?.busyEndpoints?.() ?? [],
     });
-  // Claim first, in the statement that loads everything the request needs: the slot is then held
-  // only around the request itself (the lease: claimNext).
-  const at = now();
-  const c = await claimNext(deps.prisma, store, deliveryId, { ...opts, at, toleranceMs: EARLY_TOLERANCE_MS });
+  const c = await claimWithSlot({ ...deps, store }, deliveryId, opts);
+  if ("outcome" in c) return c;
+  const { made, released } = await makeAttempt(deps, c.d, c.holder);
+  return settleAttempt(
+    { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at) },
+    c.d,
+    made,
+    released,
+  );
+}
+
+/**
+ * The attempt claimed, then a slot of its endpoint. Claim first, in the statement that loads
+ * everything the request needs: the slot is then held only around the request itself (the lease:
+ * claimNext).
+ */
+async function claimWithSlot(
+  deps: DispatchDeps & { store: AttemptStore },
+  deliveryId: string,
+  opts: { expectedAttempt?: number; holder?: string },
+): Promise<AttemptOutcome | { d: ClaimedDelivery; holder: string }> {
+  const at = (deps.now ?? (() => new Date()))();
+  const c = await claimNext(deps.prisma, deps.store, deliveryId, { ...opts, at, toleranceMs: EARLY_TOLERANCE_MS });
   if ("unclaimed" in c) return c.unclaimed;
   const d = c.claimed;
   if (d.busy) return { outcome: "busy", endpointId: d.endpointId };
-  const timeoutMs = d.endpoint.timeoutSeconds * 1000;
   const holder = opts.holder ?? `${d.id}.${d.attemptCount + 1}`;
-  if (deps.slots && !(await acquireOrUnclaim(deps, d, holder, timeoutMs + SLOT_LEASE_MARGIN_MS))) {
+  const leaseMs = d.endpoint.timeoutSeconds * 1000 + SLOT_LEASE_MARGIN_MS;
+  if (deps.slots && !(await acquireOrUnclaim(deps, d, holder, leaseMs))) {
     return { outcome: "busy", endpointId: d.endpointId };
   }
+  return { d, holder };
+}
 
+/**
+ * The request of a claimed attempt, and its verdict. The slot is released as soon as the answer is
+ * in; the release is not awaited here (it and the record are independent round trips).
+ */
+async function makeAttempt(
+  deps: DispatchDeps,
+  d: ClaimedDelivery,
+  holder: string,
+): Promise<{ made: MadeAttempt; released: Promise<void> | undefined }> {
+  const now = deps.now ?? (() => new Date());
   let result: SendResult;
   let released: Promise<void> | undefined;
   let startedAt: Date;
@@ -102,13 +133,11 @@ export async function attemptDelivery(
     });
     startedAt = now();
     const { body, headers } = buildDeliveryRequest(d.endpoint, payload, startedAt);
-    result = await deps.send({ url: d.endpoint.url, body, headers, timeoutMs });
+    result = await deps.send({ url: d.endpoint.url, body, headers, timeoutMs: d.endpoint.timeoutSeconds * 1000 });
     finishedAt = now();
   } finally {
-    // Not awaited before recording: the slot's release and the record are independent round trips.
     released = deps.slots?.release(d.endpointId, holder).catch(() => undefined);
   }
-
   const verdict = judgeResponse(result);
   // 410 Gone is a non-2xx answer like any other: spec §3/§6 retry every one until maxAttempts
   // (a receiver briefly answering 410 during a deploy must not lose the event). Only noted.
@@ -122,12 +151,7 @@ export async function attemptDelivery(
     startedAt,
     finishedAt,
   };
-  return settleAttempt(
-    { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at) },
-    d,
-    made,
-    released,
-  );
+  return { made, released };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Redis } from "@mailroom/queues";
 
 /**
@@ -42,18 +43,35 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('PEXPIRE', KE
 return 1
 `;
 
+/**
+ * A script run by its SHA (EVALSHA): the script text is not sent, nor hashed by Redis, on every
+ * acquire. A Redis that does not know it (restarted, flushed, another cluster node) gets it once.
+ */
+function script(redis: Redis, text: string) {
+  const sha = createHash("sha1").update(text).digest("hex");
+  return async (key: string, ...args: (string | number)[]): Promise<unknown> => {
+    try {
+      return await redis.evalsha(sha, 1, key, ...args);
+    } catch (err) {
+      if (!(err as Error).message.startsWith("NOSCRIPT")) throw err;
+      return redis.eval(text, 1, key, ...args);
+    }
+  };
+}
+
 export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit: number }): RedisEndpointSlots {
   const key = (endpointId: string) => `${opts.prefix}:endpoint-slots:${endpointId}`;
+  const acquire = script(redis, ACQUIRE);
+  const renew = script(redis, RENEW);
   return {
     async acquire(endpointId, holder, leaseMs) {
-      const r = await redis.eval(ACQUIRE, 1, key(endpointId), opts.limit, Math.ceil(leaseMs), holder);
-      return r === 1;
+      return (await acquire(key(endpointId), opts.limit, Math.ceil(leaseMs), holder)) === 1;
     },
     async release(endpointId, holder) {
       await redis.zrem(key(endpointId), holder);
     },
     async renew(endpointId, member, leaseMs) {
-      await redis.eval(RENEW, 1, key(endpointId), Math.ceil(leaseMs), member);
+      await renew(key(endpointId), Math.ceil(leaseMs), member);
     },
   };
 }
@@ -66,6 +84,10 @@ export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit:
  * goes back to Redis only when nobody here waits for it. The Redis semaphore stays the authority
  * across processes: every slot in use is one of its leases.
  *
+ * `maxWaiters` is asked again every TRIM_MS while jobs wait: when it shrinks (the endpoint's
+ * attempts in flight grow old: it starts to hang), the jobs at the back of the line are told busy at
+ * once instead of holding their worker slots until their wait runs out.
+ *
  * A handed-over lease is renewed (not awaited) once less than half of it is left: the renewal lands
  * long before the lease could run out. Should it fail (Redis away), a long attempt may outlive the
  * lease and another process may run one attempt above the limit for a while; no delivery is affected.
@@ -75,119 +97,172 @@ export type LocalSlots = Required<EndpointSlots> & {
   saturated(endpointId: string): boolean;
 };
 
+export type LocalSlotsOptions = {
+  limit: number;
+  /** Jobs that may wait here per endpoint: a number, or asked per endpoint each time. */
+  maxWaiters: number | ((endpointId: string) => number);
+  maxWaitMs: number;
+  onError?: (err: Error) => void;
+};
+
+/** How often the line of an endpoint with jobs waiting is held against `maxWaiters`. */
+const TRIM_MS = 50;
+
 /** A Redis lease held here: its member name in the sorted set and when it runs out (this clock). */
 type Lease = { member: string; expiresAt: number };
 /** A job waiting here; release moves the lease into `held` under its holder before waking it. */
-type Waiter = { holder: string; wake: (lease: Lease) => void };
-type Local = { held: Map<string, Lease>; waiters: Waiter[] };
+type Waiter = { holder: string; wake: (lease: Lease | null) => void };
+type Local = { held: Map<string, Lease>; waiters: Waiter[]; trim?: NodeJS.Timeout };
+
+/** This process's entry per endpoint, dropped once it holds no lease and has no waiter. */
+function endpointEntries() {
+  const entries = new Map<string, Local>();
+  return {
+    get: (id: string) => entries.get(id),
+    all: () => entries.entries(),
+    entry(id: string): Local {
+      let l = entries.get(id);
+      if (!l) {
+        l = { held: new Map(), waiters: [] };
+        entries.set(id, l);
+      }
+      return l;
+    },
+    forget(id: string, l: Local) {
+      if (l.held.size === 0 && l.waiters.length === 0) entries.delete(id);
+    },
+  };
+}
+
+/**
+ * Waits in `l`'s line for a lease a release here hands over: the lease, or null when `ms` ran out
+ * or the line was trimmed. While anyone waits, the line is trimmed to `max()` every TRIM_MS.
+ */
+function waitInLine(l: Local, holder: string, ms: number, max: () => number): Promise<Lease | null> {
+  if (!l.trim) {
+    l.trim = setInterval(() => {
+      for (let n = l.waiters.length - Math.max(0, max()); n > 0; n--) l.waiters.pop()?.wake(null);
+      if (l.waiters.length === 0) stopTrim(l);
+    }, TRIM_MS);
+    l.trim.unref();
+  }
+  return new Promise((resolve) => {
+    const waiter: Waiter = {
+      holder,
+      wake: (lease) => {
+        clearTimeout(timer);
+        resolve(lease);
+      },
+    };
+    const timer = setTimeout(() => {
+      const i = l.waiters.indexOf(waiter);
+      if (i >= 0) l.waiters.splice(i, 1);
+      if (l.waiters.length === 0) stopTrim(l);
+      resolve(null);
+    }, ms);
+    l.waiters.push(waiter);
+  });
+}
+
+function stopTrim(l: Local) {
+  clearInterval(l.trim);
+  l.trim = undefined;
+}
+
+/** Gives `lease` to the first job waiting in `l` (false: nobody waits). */
+function handOver(l: Local, lease: Lease): boolean {
+  const next = l.waiters.shift();
+  if (!next) return false;
+  if (l.waiters.length === 0) stopTrim(l);
+  l.held.set(next.holder, lease);
+  next.wake(lease);
+  return true;
+}
+
+/** What the steps of an acquire share: the Redis slots, this process's entries and the settings. */
+type Ctx = {
+  inner: EndpointSlots & Partial<Pick<RedisEndpointSlots, "renew">>;
+  locals: ReturnType<typeof endpointEntries>;
+  maxWaiters: (endpointId: string) => number;
+  maxWaitMs: number;
+  onError?: ((err: Error) => void) | undefined;
+};
+
+/** A lease from Redis: true if this job holds it now (jobs already waiting here get it first). */
+async function fromRedis(c: Ctx, endpointId: string, holder: string, leaseMs: number): Promise<boolean> {
+  let ok: boolean;
+  try {
+    ok = await c.inner.acquire(endpointId, holder, leaseMs);
+  } catch (err) {
+    const l = c.locals.get(endpointId);
+    if (l) c.locals.forget(endpointId, l);
+    throw err;
+  }
+  if (!ok) return false;
+  // Looked up again after the round trip: the entry may have been forgotten and made anew
+  // meanwhile, and a lease or waiter kept on a forgotten one would never see a release.
+  const l = c.locals.entry(endpointId);
+  const lease = { member: holder, expiresAt: Date.now() + leaseMs };
+  if (handOver(l, lease)) return false; // the first waiter's now; this job joins the line
+  l.held.set(holder, lease);
+  return true;
+}
+
+/** Waits for a slot this process will release (only while it holds some, and the line has room). */
+async function waitHere(c: Ctx, endpointId: string, holder: string, leaseMs: number): Promise<boolean> {
+  const l = c.locals.entry(endpointId);
+  if (l.held.size === 0 || l.waiters.length >= c.maxWaiters(endpointId)) {
+    c.locals.forget(endpointId, l);
+    return false;
+  }
+  const lease = await waitInLine(l, holder, c.maxWaitMs, () => c.maxWaiters(endpointId));
+  if (!lease) {
+    c.locals.forget(endpointId, l);
+    return false;
+  }
+  if (c.inner.renew && lease.expiresAt - Date.now() < leaseMs / 2) {
+    lease.expiresAt = Date.now() + leaseMs;
+    c.inner.renew(endpointId, lease.member, leaseMs).catch((err) => c.onError?.(err as Error));
+  }
+  return true;
+}
 
 export function createLocalSlots(
   inner: EndpointSlots & Partial<Pick<RedisEndpointSlots, "renew">>,
-  opts: {
-    limit: number;
-    /** Jobs that may wait here per endpoint: a number, or asked per endpoint each time. */
-    maxWaiters: number | ((endpointId: string) => number);
-    maxWaitMs: number;
-    onError?: (err: Error) => void;
-  },
+  opts: LocalSlotsOptions,
 ): LocalSlots {
-  const maxWaiters = typeof opts.maxWaiters === "number" ? () => opts.maxWaiters as number : opts.maxWaiters;
-  const locals = new Map<string, Local>();
-  const local = (id: string): Local => {
-    let l = locals.get(id);
-    if (!l) {
-      l = { held: new Map(), waiters: [] };
-      locals.set(id, l);
-    }
-    return l;
+  const { maxWaiters } = opts;
+  const c: Ctx = {
+    inner,
+    locals: endpointEntries(),
+    maxWaiters: typeof maxWaiters === "number" ? () => maxWaiters : maxWaiters,
+    maxWaitMs: opts.maxWaitMs,
+    onError: opts.onError,
   };
-  const full = (id: string, l: Local) => l.held.size >= opts.limit && l.waiters.length >= maxWaiters(id);
-  const forget = (id: string, l: Local) => {
-    if (l.held.size === 0 && l.waiters.length === 0) locals.delete(id);
-  };
-  /** The handed-over lease, or null when the wait ran out. */
-  const wait = (l: Local, holder: string, ms: number) =>
-    new Promise<Lease | null>((resolve) => {
-      const waiter: Waiter = {
-        holder,
-        wake: (lease) => {
-          clearTimeout(timer);
-          resolve(lease);
-        },
-      };
-      const timer = setTimeout(() => {
-        const i = l.waiters.indexOf(waiter);
-        if (i >= 0) l.waiters.splice(i, 1);
-        resolve(null);
-      }, ms);
-      l.waiters.push(waiter);
-    });
-
+  const full = (id: string, l: Local) => l.held.size >= opts.limit && l.waiters.length >= c.maxWaiters(id);
   return {
     saturated(endpointId) {
-      const l = locals.get(endpointId);
+      const l = c.locals.get(endpointId);
       return !!l && full(endpointId, l);
     },
     busyEndpoints() {
       const out: string[] = [];
-      for (const [id, l] of locals) if (full(id, l)) out.push(id);
+      for (const [id, l] of c.locals.all()) if (full(id, l)) out.push(id);
       return out;
     },
     async acquire(endpointId, holder, leaseMs) {
       // Room under the limit here: ask Redis (other processes may hold the rest).
-      if (local(endpointId).held.size < opts.limit) {
-        let ok: boolean;
-        try {
-          ok = await inner.acquire(endpointId, holder, leaseMs);
-        } catch (err) {
-          const l = locals.get(endpointId);
-          if (l) forget(endpointId, l);
-          throw err;
-        }
-        if (ok) {
-          // Looked up again after the round trip: the entry may have been forgotten and made anew
-          // meanwhile, and a lease or waiter kept on a forgotten one would never see a release.
-          const l = local(endpointId);
-          const lease = { member: holder, expiresAt: Date.now() + leaseMs };
-          const first = l.waiters.shift();
-          if (!first) {
-            l.held.set(holder, lease);
-            return true;
-          }
-          // Jobs already waiting here go first: the new lease is the first one's, this job joins the line.
-          l.held.set(first.holder, lease);
-          first.wake(lease);
-        }
-      }
-      // Wait only for a slot this process will release.
-      const l = local(endpointId);
-      if (l.held.size === 0 || l.waiters.length >= maxWaiters(endpointId)) {
-        forget(endpointId, l);
-        return false;
-      }
-      const lease = await wait(l, holder, opts.maxWaitMs);
-      if (!lease) {
-        forget(endpointId, l);
-        return false;
-      }
-      if (inner.renew && lease.expiresAt - Date.now() < leaseMs / 2) {
-        lease.expiresAt = Date.now() + leaseMs;
-        inner.renew(endpointId, lease.member, leaseMs).catch((err) => opts.onError?.(err as Error));
-      }
-      return true;
+      const room = c.locals.entry(endpointId).held.size < opts.limit;
+      if (room && (await fromRedis(c, endpointId, holder, leaseMs))) return true;
+      return waitHere(c, endpointId, holder, leaseMs);
     },
     async release(endpointId, holder) {
-      const l = locals.get(endpointId);
+      const l = c.locals.get(endpointId);
       const lease = l?.held.get(holder);
       if (!l || !lease) return inner.release(endpointId, holder);
       l.held.delete(holder);
-      const next = l.waiters.shift();
-      if (next) {
-        l.held.set(next.holder, lease);
-        next.wake(lease);
-        return;
-      }
-      forget(endpointId, l);
+      if (handOver(l, lease)) return;
+      c.locals.forget(endpointId, l);
       await inner.release(endpointId, lease.member);
     },
   };
