@@ -3,7 +3,7 @@ import { newId } from "@mailroom/db";
 import { z } from "zod";
 import { parse } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
-import { newEndpointSecret } from "./endpoints.ts";
+import { newEndpointSecret } from "./endpoint-secret.ts";
 
 /**
  * Email destinations (`type: "email"`, `url: "mailto:<address>"`): the outbound sender forwards each

@@ -3,7 +3,8 @@ import { newId, randomBase62 } from "@mailroom/db";
 import { buildDeliveryRequest, guardedRequest, judgeResponse } from "@mailroom/egress";
 import { z } from "zod";
 import type { OpsContext } from "./context.ts";
-import { findOwnedEndpoint, newEndpointSecret } from "./endpoints.ts";
+import { newEndpointSecret } from "./endpoint-secret.ts";
+import { findOwnedEndpoint } from "./endpoints.ts";
 
 /** How long the previous secret keeps signing after a rotation (both `v1=` are sent). */
 export const SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;

@@ -1,11 +1,12 @@
 import { AppError, endpointView, invalid } from "@mailroom/core";
-import { newId, randomBase62 } from "@mailroom/db";
+import { newId } from "@mailroom/db";
 import { z } from "zod";
 import { parse, parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 import { createEmailEndpoint, isEmailEndpointBody, updateEmailEndpoint } from "./email-endpoints.ts";
+import { newEndpointSecret } from "./endpoint-secret.ts";
 
 const RESERVED_HEADERS = new Set([
   "content-type",
@@ -116,8 +117,6 @@ export const updateEndpointSchema = z
   });
 
 export const listEndpointsQuery = z.object({ ...pageQueryShape }).strict();
-
-export const newEndpointSecret = (): string => `whsec_${randomBase62(40)}`;
 
 export async function assertPublicDestination(ctx: OpsContext, url: string): Promise<void> {
   const r = await ctx.checkDestination(url);
