@@ -12,6 +12,8 @@ npm run -s typecheck
 npm run -s lint
 # Every workspace declares what it imports (scripts/undeclared-imports.mjs).
 node scripts/undeclared-imports.mjs
+# No import cycles in services/ and packages/ (scripts/import-cycles.mjs).
+node scripts/import-cycles.mjs
 # No function over 60 lines in services/ and packages/ outside the shrinking allowlist
 # (scripts/long-functions.mjs, scripts/long-functions.allowlist).
 node scripts/long-functions.mjs
