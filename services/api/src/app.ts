@@ -2,23 +2,31 @@ import { randomUUID } from "node:crypto";
 import { AppError } from "@mailroom/core";
 import type { Registry } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
+import { SIGNED_LINK_PATH } from "@mailroom/storage";
 import express, { type Express, type RequestHandler } from "express";
 import { z } from "zod";
-import { consoleApiRouter } from "./console/router.ts";
+import { consoleApiRouter, consoleOwnRoutes } from "./console/router.ts";
 import { consoleStatic, defaultConsoleDir } from "./console/static.ts";
 import { accessLog, routeTemplates } from "./lib/access-log.ts";
 import { authMiddleware } from "./lib/auth.ts";
 import { errorHandler } from "./lib/http.ts";
 import { buildOpenApi } from "./lib/openapi.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "./lib/rate-limit.ts";
-import { documented } from "./lib/route.ts";
-import { allowedMethods, type RegisteredRoute, registeredRoutes } from "./lib/routes-walk.ts";
+import {
+  allowedMethods,
+  handlerOf,
+  type RegisteredRoute,
+  type Route,
+  recordRoutes,
+  route,
+  servedAt,
+} from "./lib/route.ts";
 import { refuseUnstorableText } from "./lib/storable-text.ts";
 import { mcpRouter } from "./mcp/http.ts";
 import type { OpsContext } from "./ops/context.ts";
 import { outboundBodyParser } from "./routes/outbound.ts";
 import { signedFilesRouter } from "./routes/signed-files.ts";
-import { v1Router } from "./routes/v1.ts";
+import { v1Router, v1Routes } from "./routes/v1.ts";
 
 export type AppDeps = OpsContext & {
   redis: Redis;
@@ -37,6 +45,9 @@ export type AppDeps = OpsContext & {
 };
 
 const API_VERSION = "1.0.0";
+const API_PREFIX = "/api/v1";
+const MCP_PATH = "/mcp";
+const CONSOLE_API_PREFIX = "/console/api";
 const DEFAULT_RATE_LIMIT: RateLimitConfig = { limit: 600, windowSeconds: 60, prefix: "mailroom" };
 
 /** Builds the express app; main.ts only listens. Tests drive this same app over real HTTP. */
@@ -45,34 +56,41 @@ export function createApp(deps: AppDeps): Express {
   app.disable("x-powered-by");
   app.set("trust proxy", false);
 
+  // Every /api/v1 route, from the route tables: the OpenAPI document, 405s and OPTIONS read it.
+  const openApi = openApiDocument(() => apiRoutes);
+  const apiRoutes = servedAt(API_PREFIX, [openApi, ...v1Routes]);
+  const served = servedRoutes(deps, apiRoutes);
+  recordRoutes(app, served);
+
   app.use(requestId);
-  app.use(
-    accessLog(
-      deps.logger,
-      deps.registry,
-      routeTemplates(() => registeredRoutes(app)),
-    ),
-  );
+  app.use(accessLog(deps.logger, deps.registry, routeTemplates(served)));
   app.get("/healthz", (_req, res) => {
     res.json({ ok: true });
   });
   app.get("/readyz", readiness(deps));
-
-  // Routes are read off the finished app once, on first use (the OpenAPI document and 405s).
-  let routes: RegisteredRoute[] | undefined;
-  const allRoutes = () => {
-    routes ??= registeredRoutes(app).filter((r) => r.path.startsWith("/api/v1/"));
-    return routes;
-  };
   // The contract is public, like any API's reference: no key needed to read it.
-  app.get("/api/v1/openapi.json", openApiDocument(allRoutes));
+  app.get(`${API_PREFIX}${openApi.path}`, handlerOf(deps, openApi));
   // Signed attachment links carry their own authorisation (HMAC + expiry), so they come before the key check.
   if (deps.signedUrlSecret) app.use(signedFilesRouter(deps, deps.signedUrlSecret));
-  mountInterfaces(app, deps, allRoutes);
+  mountInterfaces(app, deps, apiRoutes);
 
-  app.use(notFoundOrMethodNotAllowed(allRoutes));
+  app.use(notFoundOrMethodNotAllowed(apiRoutes));
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/** Everything the app serves, in registration order: the access log's route templates. */
+function servedRoutes(deps: AppDeps, apiRoutes: RegisteredRoute[]): RegisteredRoute[] {
+  const plain = (method: string, path: string): RegisteredRoute => ({ method, path, doc: undefined });
+  return [
+    plain("GET", "/healthz"),
+    plain("GET", "/readyz"),
+    ...apiRoutes.slice(0, 1),
+    ...(deps.signedUrlSecret ? [plain("GET", SIGNED_LINK_PATH)] : []),
+    ...apiRoutes.slice(1),
+    plain("POST", MCP_PATH),
+    ...servedAt(CONSOLE_API_PREFIX, [...consoleOwnRoutes, ...v1Routes]),
+  ];
 }
 
 /** The caller's X-Request-Id when it is a plain token, else a fresh one; echoed on the response. */
@@ -105,11 +123,13 @@ function readiness(deps: AppDeps): RequestHandler {
   };
 }
 
-/** GET /api/v1/openapi.json, built once on first request from the routes the app registered. */
-function openApiDocument(allRoutes: () => RegisteredRoute[]): RequestHandler {
+/** GET /api/v1/openapi.json, built once on first request from the route tables. */
+function openApiDocument(routes: () => RegisteredRoute[]): Route {
   let openapi: unknown;
-  return documented(
-    {
+  return route({
+    method: "GET",
+    path: "/openapi.json",
+    doc: {
       tag: "Meta",
       summary: "This OpenAPI 3.1 document",
       public: true,
@@ -124,22 +144,22 @@ function openApiDocument(allRoutes: () => RegisteredRoute[]): RequestHandler {
         },
       },
     },
-    (_req, res) => {
-      openapi ??= buildOpenApi(allRoutes(), { version: API_VERSION });
+    handle: (_ctx, { res }) => {
+      openapi ??= buildOpenApi(routes(), { version: API_VERSION });
       res.json(openapi);
     },
-  );
+  });
 }
 
 /** The three ways in: the REST API, MCP for agents and the web console, each behind its own authentication. */
-function mountInterfaces(app: Express, deps: AppDeps, allRoutes: () => RegisteredRoute[]): void {
+function mountInterfaces(app: Express, deps: AppDeps, apiRoutes: RegisteredRoute[]): void {
   // Authenticate before parsing, so an anonymous caller learns nothing but 401; then the per-key
   // rate limit, which also sets the RateLimit-* headers of every authenticated response.
   app.use(
-    "/api/v1",
+    API_PREFIX,
     authMiddleware(deps.prisma),
     rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
-    answerOptions(allRoutes),
+    answerOptions(apiRoutes),
     outboundBodyParser(),
     express.json({ limit: deps.bodyLimit, type: () => true }),
     refuseUnstorableText,
@@ -147,7 +167,7 @@ function mountInterfaces(app: Express, deps: AppDeps, allRoutes: () => Registere
   );
   // MCP for agents: same keys, same per-key rate limit; scopes are checked per tool (spec §5.6).
   app.use(
-    "/mcp",
+    MCP_PATH,
     mcpRouter(deps, {
       bodyLimit: deps.bodyLimit,
       rateLimit: rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
@@ -156,7 +176,7 @@ function mountInterfaces(app: Express, deps: AppDeps, allRoutes: () => Registere
   // The console (issue 17): its JSON API (session cookie + CSRF, same routers and ops as /api/v1)
   // and the built web app.
   app.use(
-    "/console/api",
+    CONSOLE_API_PREFIX,
     consoleApiRouter({
       ctx: deps,
       redis: deps.redis,
@@ -173,10 +193,10 @@ function mountInterfaces(app: Express, deps: AppDeps, allRoutes: () => Registere
  * 204 with `Allow` on a known path. Express would answer 200 with a text/plain method list, and a
  * success response of this API is JSON or empty. An unknown path falls through to 404.
  */
-function answerOptions(routes: () => RegisteredRoute[]): RequestHandler {
+function answerOptions(routes: readonly RegisteredRoute[]): RequestHandler {
   return (req, res, next) => {
     if (req.method !== "OPTIONS") return next();
-    const allow = allowedMethods(routes(), `${req.baseUrl}${req.path}`);
+    const allow = allowedMethods(routes, `${req.baseUrl}${req.path}`);
     if (allow.length === 0) return next();
     res.setHeader("Allow", allow.join(", "));
     res.status(204).end();
@@ -184,9 +204,9 @@ function answerOptions(routes: () => RegisteredRoute[]): RequestHandler {
 }
 
 /** 405 with `Allow` when the path exists under another method, else 404. */
-function notFoundOrMethodNotAllowed(routes: () => RegisteredRoute[]): RequestHandler {
+function notFoundOrMethodNotAllowed(routes: readonly RegisteredRoute[]): RequestHandler {
   return (req, res, next) => {
-    const allow = allowedMethods(routes(), req.path);
+    const allow = allowedMethods(routes, req.path);
     if (allow.length > 0) {
       res.setHeader("Allow", allow.join(", "));
       return next(

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import { hashApiKey } from "../src/lib/auth.ts";
-import { type RegisteredRoute, registeredRoutes } from "../src/lib/routes-walk.ts";
+import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
 import { concrete, type Fixture, http, seedAccount, targetOf } from "./helpers.ts";
 
 /** Routes that answer GET with a never-ending stream (server-sent events). */

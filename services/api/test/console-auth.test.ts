@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { type RegisteredRoute, registeredRoutes } from "../src/lib/routes-walk.ts";
+import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
 import { type ConsoleClient, consoleClient, createMember } from "./console-helpers.ts";
 import { concrete, type Fixture, seedAccount } from "./helpers.ts";
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
 import { type Receiver, startReceiver } from "@mailroom/testing";
 import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { type RegisteredRoute, registeredRoutes } from "../src/lib/routes-walk.ts";
+import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
 import { concrete, type Fixture, http, seedAccount, seedEmail } from "./helpers.ts";
 
 /** GET /events streams until the client leaves: e2e/events-sse.test.ts reads it; the loops here skip it. */

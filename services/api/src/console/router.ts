@@ -1,8 +1,9 @@
 import { AppError } from "@mailroom/core";
 import type { Redis } from "@mailroom/queues";
-import express, { type RequestHandler, Router } from "express";
+import express, { type Request, type Response, Router } from "express";
 import { accountOf } from "../lib/http.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "../lib/rate-limit.ts";
+import type { Method } from "../lib/route.ts";
 import { refuseUnstorableText } from "../lib/storable-text.ts";
 import { createKey, listKeys, revokeKey } from "../ops/api-keys.ts";
 import type { OpsContext } from "../ops/context.ts";
@@ -10,7 +11,7 @@ import { getOverview } from "../ops/overview.ts";
 import { v1Router } from "../routes/v1.ts";
 import { clearSessionCookie, setSessionCookie } from "./cookies.ts";
 import { consoleSession, requireCsrf, requireJsonSameOrigin } from "./guards.ts";
-import { clientIp, signInThrottle } from "./ip-throttle.ts";
+import { clientIp, type SignInThrottle, signInThrottle } from "./ip-throttle.ts";
 import { createSession, csrfTokenOf, endSession } from "./sessions.ts";
 import { checkCredentials, setPasswordWithToken } from "./sign-in.ts";
 
@@ -23,69 +24,126 @@ export type ConsoleDeps = {
   trustProxy: boolean;
 };
 
+type Env = ConsoleDeps & { throttle: SignInThrottle };
+
+/** One of the console's own routes (session, overview, API keys); below them the /api/v1 table is mounted. */
+type ConsoleRoute = {
+  method: Method;
+  path: string;
+  handle(env: Env, req: Request, res: Response): Promise<void> | void;
+};
+
+/** Sign-in and set-password: the only routes served without a session. */
+const anonymousRoutes: ConsoleRoute[] = [
+  {
+    method: "POST",
+    path: "/session",
+    handle: async ({ ctx, throttle, trustProxy }, req, res) => {
+      const ip = clientIp(req, trustProxy);
+      await throttle.check(ip);
+      const member = await checkCredentials(ctx.prisma, req.body).catch(async (err: unknown) => {
+        // Wrong credentials and attempts on a locked member count against the address; a 400 does not.
+        if (err instanceof AppError && (err.code === "unauthorized" || err.code === "rate_limited")) {
+          await throttle.failed(ip);
+        }
+        throw err;
+      });
+      const token = await createSession(ctx.prisma, member.id);
+      setSessionCookie(req, res, token, trustProxy);
+      res.status(201).json({ email: member.email, accountId: member.accountId, csrfToken: csrfTokenOf(token) });
+    },
+  },
+  {
+    method: "POST",
+    path: "/password",
+    handle: async ({ ctx }, req, res) => {
+      res.json(await setPasswordWithToken(ctx.prisma, req.body));
+    },
+  },
+];
+
+/** The signed-in member's own routes (every write also needs the CSRF token). */
+const memberRoutes: ConsoleRoute[] = [
+  {
+    method: "GET",
+    path: "/session",
+    handle: (_env, req, res) => {
+      res.json({
+        email: req.member?.email,
+        accountId: req.member?.accountId,
+        csrfToken: csrfTokenOf(req.sessionToken ?? ""),
+      });
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/session",
+    handle: async ({ ctx, trustProxy }, req, res) => {
+      if (req.member) await endSession(ctx.prisma, req.member.sessionId);
+      clearSessionCookie(req, res, trustProxy);
+      res.status(204).end();
+    },
+  },
+  {
+    method: "GET",
+    path: "/overview",
+    handle: async ({ ctx }, req, res) => {
+      res.json(await getOverview(ctx, accountOf(req)));
+    },
+  },
+  {
+    method: "GET",
+    path: "/api-keys",
+    handle: async ({ ctx }, req, res) => {
+      res.json(await listKeys(ctx, accountOf(req)));
+    },
+  },
+  {
+    method: "POST",
+    path: "/api-keys",
+    handle: async ({ ctx }, req, res) => {
+      res.status(201).json(await createKey(ctx, accountOf(req), req.body));
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/api-keys/:id",
+    handle: async ({ ctx }, req, res) => {
+      res.json(await revokeKey(ctx, accountOf(req), String(req.params.id)));
+    },
+  },
+];
+
+/** The console's own routes, in the order they are registered (the /api/v1 table follows them). */
+export const consoleOwnRoutes: readonly Pick<ConsoleRoute, "method" | "path">[] = [...anonymousRoutes, ...memberRoutes];
+
+function mount(router: Router, env: Env, routes: readonly ConsoleRoute[]): Router {
+  for (const r of routes) {
+    router[r.method.toLowerCase() as Lowercase<Method>](r.path, (req, res) => r.handle(env, req, res));
+  }
+  return router;
+}
+
 /**
  * /console/api: the console's JSON API. Sign-in and set-password are the only anonymous routes;
  * everything else needs the session cookie, and every write the CSRF token. Below the console's own
- * routes (session, overview, API keys) the very REST routers of /api/v1 are mounted, so the console
+ * routes (session, overview, API keys) the very REST routes of /api/v1 are mounted, so the console
  * runs the same service layer with the member's account and no business rule exists twice.
  */
 export function consoleApiRouter(deps: ConsoleDeps): Router {
-  const { ctx } = deps;
+  const env: Env = { ...deps, throttle: signInThrottle(deps.redis, deps.rateLimit.prefix, deps.ctx.logger) };
   const r = Router();
   r.use(express.json({ limit: deps.bodyLimit }), refuseUnstorableText);
-
   const anonymous = Router();
-  const throttle = signInThrottle(deps.redis, deps.rateLimit.prefix, ctx.logger);
   anonymous.use(requireJsonSameOrigin);
-  anonymous.post("/session", async (req, res) => {
-    const ip = clientIp(req, deps.trustProxy);
-    await throttle.check(ip);
-    const member = await checkCredentials(ctx.prisma, req.body).catch(async (err: unknown) => {
-      // Wrong credentials and attempts on a locked member count against the address; a 400 does not.
-      if (err instanceof AppError && (err.code === "unauthorized" || err.code === "rate_limited")) {
-        await throttle.failed(ip);
-      }
-      throw err;
-    });
-    const token = await createSession(ctx.prisma, member.id);
-    setSessionCookie(req, res, token, deps.trustProxy);
-    res.status(201).json({ email: member.email, accountId: member.accountId, csrfToken: csrfTokenOf(token) });
-  });
-  anonymous.post("/password", async (req, res) => {
-    res.json(await setPasswordWithToken(ctx.prisma, req.body));
-  });
-  r.use(anonymous);
-
+  r.use(mount(anonymous, env, anonymousRoutes));
   r.use(
-    consoleSession(ctx.prisma),
-    rateLimitMiddleware(deps.redis, deps.rateLimit, ctx.logger),
+    consoleSession(deps.ctx.prisma),
+    rateLimitMiddleware(deps.redis, deps.rateLimit, deps.ctx.logger),
     requireJsonSameOrigin,
     requireCsrf,
   );
-  r.get("/session", (req, res) => {
-    res.json({
-      email: req.member?.email,
-      accountId: req.member?.accountId,
-      csrfToken: csrfTokenOf(req.sessionToken ?? ""),
-    });
-  });
-  r.delete("/session", async (req, res) => {
-    if (req.member) await endSession(ctx.prisma, req.member.sessionId);
-    clearSessionCookie(req, res, deps.trustProxy);
-    res.status(204).end();
-  });
-  r.get("/overview", async (req, res) => {
-    res.json(await getOverview(ctx, accountOf(req)));
-  });
-  r.get("/api-keys", async (req, res) => {
-    res.json(await listKeys(ctx, accountOf(req)));
-  });
-  r.post("/api-keys", async (req, res) => {
-    res.status(201).json(await createKey(ctx, accountOf(req), req.body));
-  });
-  r.delete("/api-keys/:id", (async (req, res) => {
-    res.json(await revokeKey(ctx, accountOf(req), String(req.params.id)));
-  }) satisfies RequestHandler);
-  r.use(v1Router(ctx));
+  mount(r, env, memberRoutes);
+  r.use(v1Router(deps.ctx));
   return r;
 }

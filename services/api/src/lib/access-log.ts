@@ -1,7 +1,7 @@
 import type { Logger } from "@mailroom/log";
 import { Counter, Histogram, LATENCY_BUCKETS, type Registry } from "@mailroom/observability";
 import type { RequestHandler } from "express";
-import { pathMatcher, type RegisteredRoute } from "./routes-walk.ts";
+import { pathMatcher, type RegisteredRoute } from "./route.ts";
 
 /** Probes hit these every few seconds: counted in metrics, kept out of the access log. */
 const PROBES = new Set(["/healthz", "/readyz"]);
@@ -10,10 +10,9 @@ const PROBES = new Set(["/healthz", "/readyz"]);
  * The route template a request matched (`/api/v1/emails/:id`), never the raw path: ids in metric
  * labels would make a new series per email. A path no route serves is `unmatched`.
  */
-export function routeTemplates(routes: () => RegisteredRoute[]): (method: string, path: string) => string {
-  let compiled: { method: string; path: string; re: RegExp }[] | undefined;
+export function routeTemplates(routes: readonly RegisteredRoute[]): (method: string, path: string) => string {
+  const compiled = routes.map((r) => ({ method: r.method, path: r.path, re: pathMatcher(r.path) }));
   return (method, path) => {
-    compiled ??= routes().map((r) => ({ method: r.method, path: r.path, re: pathMatcher(r.path) }));
     const wanted = method === "HEAD" ? "GET" : method;
     const same = compiled.find((r) => r.method === wanted && r.re.test(path));
     return (same ?? compiled.find((r) => r.re.test(path)))?.path ?? "unmatched";

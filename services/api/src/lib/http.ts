@@ -1,4 +1,4 @@
-import { AppError, ERROR_STATUS, invalid } from "@mailroom/core";
+import { AppError, ERROR_STATUS, formatZodError, invalid } from "@mailroom/core";
 import type { Logger } from "@mailroom/log";
 import type { ErrorRequestHandler, Request } from "express";
 import type { z } from "zod";
@@ -12,6 +12,17 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where = "b
 
 /** Query strings: same rules, and a problem without a field is reported against `query`. */
 export const parseQuery = <S extends z.ZodType>(schema: S, value: unknown): z.infer<S> => parse(schema, value, "query");
+
+/**
+ * Shield-rule input: core's schemas word each message for core's `formatZodError`
+ * (`conditions[0].value: …`, a problem of the whole body on its own, an unknown key at its own
+ * path), and an absent body stays `undefined`, which those schemas refuse as a whole.
+ */
+export function parseRuleInput<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const r = schema.safeParse(value ?? undefined);
+  if (r.success) return r.data;
+  throw invalid(formatZodError(r.error));
+}
 
 function formatIssues(issues: readonly z.core.$ZodIssue[], where = "body"): string {
   return issues

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { webhooksDoc } from "./openapi-webhooks.ts";
-import type { RouteDoc } from "./route.ts";
-import type { RegisteredRoute } from "./routes-walk.ts";
+import type { RegisteredRoute, RouteDoc } from "./route.ts";
 import { errorSchema } from "./schemas.ts";
 
 type JsonSchema = Record<string, unknown>;

@@ -9,7 +9,6 @@ import {
   domainOfAddress,
   evaluateRules,
   firstAddressOf,
-  formatZodError,
   invalid,
   type MessageFacts,
   type Recipient,
@@ -17,6 +16,7 @@ import {
 } from "@mailroom/core";
 import { simpleParser } from "mailparser";
 import { z } from "zod";
+import { parseRuleInput } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 import { shieldRuleView } from "./shield-rules.ts";
 
@@ -157,10 +157,9 @@ const OUTCOME_TEXT = {
 } as const;
 
 export async function dryRunShieldRules(ctx: OpsContext, accountId: string, body: unknown) {
-  const parsed = dryRunSchema.safeParse(body ?? undefined);
-  if (!parsed.success) throw invalid(formatZodError(parsed.error));
-  const message = await messageOf(parsed.data);
-  const recipientAddress = lower(parsed.data.recipient ?? message.to[0] ?? "");
+  const input = parseRuleInput(dryRunSchema, body);
+  const message = await messageOf(input);
+  const recipientAddress = lower(input.recipient ?? message.to[0] ?? "");
   if (!recipientAddress) throw invalid("recipient: is required when the message has no To address");
 
   const where = await resolveRecipient(ctx, accountId, recipientAddress);

@@ -9,7 +9,6 @@ import {
   type Condition,
   createRuleSchema,
   endpointIdsProblem,
-  formatZodError,
   invalid,
   PLAN_CHANGE_HINT,
   patchRuleSchema,
@@ -19,6 +18,7 @@ import {
 } from "@mailroom/core";
 import { newId, type Prisma } from "@mailroom/db";
 import { z } from "zod";
+import { parseRuleInput } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 
 export type ShieldRuleRow = {
@@ -52,13 +52,6 @@ export function shieldRuleView(r: ShieldRuleRow) {
 }
 
 export type ShieldRuleView = ReturnType<typeof shieldRuleView>;
-
-/** The core schemas' messages already name field and rule; keep their formatting. */
-function parseWith<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const r = schema.safeParse(body ?? undefined);
-  if (!r.success) throw invalid(formatZodError(r.error));
-  return r.data;
-}
 
 const TX = { timeout: 15_000, maxWait: 15_000 };
 
@@ -111,7 +104,7 @@ async function assertScopeIds(
 }
 
 export async function createShieldRule(ctx: OpsContext, accountId: string, body: unknown): Promise<ShieldRuleView> {
-  const input = parseWith(createRuleSchema, body);
+  const input = parseRuleInput(createRuleSchema, body);
   await assertScopeIds(ctx, accountId, input);
   await assertEndpointIds(ctx, accountId, input.endpointIds);
   const row = await ctx.prisma.$transaction(async (tx) => {
@@ -172,7 +165,7 @@ export async function updateShieldRule(
   body: unknown,
 ): Promise<ShieldRuleView> {
   const existing = await findOwnedRule(ctx, accountId, id);
-  const input = parseWith(patchRuleSchema, body);
+  const input = parseRuleInput(patchRuleSchema, body);
   const problem = endpointIdsProblem(existing.action as RuleAction, input.endpointIds);
   if (problem) throw invalid(`endpointIds: ${problem}`);
   if (input.endpointIds) await assertEndpointIds(ctx, accountId, input.endpointIds);
@@ -243,7 +236,7 @@ export async function reorderShieldRules(
   accountId: string,
   body: unknown,
 ): Promise<{ data: ShieldRuleView[] }> {
-  const { ids } = parseWith(reorderSchema, body);
+  const { ids } = parseRuleInput(reorderSchema, body);
   await ctx.prisma.$transaction(async (tx) => {
     await lockAccount(tx, accountId);
     const existing = await tx.shieldRule.findMany({ where: { accountId }, select: { id: true } });

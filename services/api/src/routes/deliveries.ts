@@ -1,8 +1,6 @@
-import { Router } from "express";
 import { accountOf } from "../lib/http.ts";
-import { documented, type RouteDoc } from "../lib/route.ts";
+import { type Route, route } from "../lib/route.ts";
 import { idParams, pageOf } from "../lib/schemas.ts";
-import type { OpsContext } from "../ops/context.ts";
 import {
   deliverySchema,
   deliveryWithAttemptsSchema,
@@ -15,65 +13,63 @@ import { bulkRetryBody, bulkRetryResultSchema, retryDeliveries } from "../ops/de
 
 const tag = "Deliveries";
 
-/** What the OpenAPI document says about each route, by the operation it runs. */
-const docs = {
-  listDeliveries: {
-    tag,
-    summary: "List deliveries, newest first; filter by emailId, endpointId and status",
-    query: listDeliveriesQuery,
-    responses: { 200: { description: "A page of deliveries", schema: pageOf(deliverySchema) } },
-    errors: { 400: "Invalid filter or `Invalid cursor`" },
-  },
-  getDelivery: {
-    tag,
-    summary: "Get a delivery with every attempt (status code, duration, error, response excerpt)",
-    params: idParams,
-    responses: { 200: { description: "The delivery and its attempts", schema: deliveryWithAttemptsSchema } },
-    errors: { 404: "Not found or not the caller's" },
-  },
-  retryDeliveries: {
-    tag,
-    summary: "Replay every dead delivery matching a filter (endpointId, since/until) with a fresh attempt budget",
-    description:
-      "Each match is re-opened as `POST /deliveries/{id}/retry` would (same delivery id, backoff from 1 minute). " +
-      "Safe to repeat: re-opened deliveries are no longer dead, so a second call replays none of them again.",
-    body: bulkRetryBody,
-    responses: { 200: { description: "How many deliveries were re-opened", schema: bulkRetryResultSchema } },
-  },
-  retryDelivery: {
-    tag,
-    summary: "Re-open a dead or delivered delivery with a fresh attempt budget (same delivery id)",
-    params: idParams,
-    responses: { 200: { description: "The re-opened delivery", schema: deliveryWithAttemptsSchema } },
-    errors: { 404: "Not found or not the caller's", 409: "The delivery is still pending or retrying" },
-  },
-} satisfies Record<string, RouteDoc>;
-
-export function deliveriesRouter(ctx: OpsContext): Router {
-  const r = Router();
-  r.get(
-    "/deliveries",
-    documented(docs.listDeliveries, async (req, res) => {
+export const deliveriesRoutes: Route[] = [
+  route({
+    method: "GET",
+    path: "/deliveries",
+    doc: {
+      tag,
+      summary: "List deliveries, newest first; filter by emailId, endpointId and status",
+      query: listDeliveriesQuery,
+      responses: { 200: { description: "A page of deliveries", schema: pageOf(deliverySchema) } },
+      errors: { 400: "Invalid filter or `Invalid cursor`" },
+    },
+    handle: async (ctx, { req, res }) => {
       res.json(await listDeliveries(ctx, accountOf(req), req.query));
-    }),
-  );
-  r.get(
-    "/deliveries/:id",
-    documented(docs.getDelivery, async (req, res) => {
-      res.json(await getDelivery(ctx, accountOf(req), String(req.params.id)));
-    }),
-  );
-  r.post(
-    "/deliveries/retry",
-    documented(docs.retryDeliveries, async (req, res) => {
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/deliveries/:id",
+    doc: {
+      tag,
+      summary: "Get a delivery with every attempt (status code, duration, error, response excerpt)",
+      params: idParams,
+      responses: { 200: { description: "The delivery and its attempts", schema: deliveryWithAttemptsSchema } },
+      errors: { 404: "Not found or not the caller's" },
+    },
+    handle: async (ctx, { req, res, params }) => {
+      res.json(await getDelivery(ctx, accountOf(req), params.id));
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/deliveries/retry",
+    doc: {
+      tag,
+      summary: "Replay every dead delivery matching a filter (endpointId, since/until) with a fresh attempt budget",
+      description:
+        "Each match is re-opened as `POST /deliveries/{id}/retry` would (same delivery id, backoff from 1 minute). " +
+        "Safe to repeat: re-opened deliveries are no longer dead, so a second call replays none of them again.",
+      body: bulkRetryBody,
+      responses: { 200: { description: "How many deliveries were re-opened", schema: bulkRetryResultSchema } },
+    },
+    handle: async (ctx, { req, res }) => {
       res.json(await retryDeliveries(ctx, accountOf(req), req.body));
-    }),
-  );
-  r.post(
-    "/deliveries/:id/retry",
-    documented(docs.retryDelivery, async (req, res) => {
-      res.json(await retryDelivery(ctx, accountOf(req), String(req.params.id)));
-    }),
-  );
-  return r;
-}
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/deliveries/:id/retry",
+    doc: {
+      tag,
+      summary: "Re-open a dead or delivered delivery with a fresh attempt budget (same delivery id)",
+      params: idParams,
+      responses: { 200: { description: "The re-opened delivery", schema: deliveryWithAttemptsSchema } },
+      errors: { 404: "Not found or not the caller's", 409: "The delivery is still pending or retrying" },
+    },
+    handle: async (ctx, { req, res, params }) => {
+      res.json(await retryDelivery(ctx, accountOf(req), params.id));
+    },
+  }),
+];

@@ -1,9 +1,7 @@
-import { Router } from "express";
 import { z } from "zod";
 import { accountOf } from "../lib/http.ts";
-import { documented } from "../lib/route.ts";
+import { type Route, route } from "../lib/route.ts";
 import { domainSchema, idParams } from "../lib/schemas.ts";
-import type { OpsContext } from "../ops/context.ts";
 import { verifyDomain } from "../ops/domain-verify.ts";
 
 export const recordCheckSchema = z
@@ -27,26 +25,23 @@ export const domainVerificationSchema = domainSchema
   .extend({ records: z.array(recordCheckSchema) })
   .meta({ id: "DomainVerification" });
 
-export function domainVerifyRouter(ctx: OpsContext): Router {
-  const r = Router();
-  r.post(
-    "/domains/:id/verify",
-    documented(
-      {
-        tag: "Domains",
-        summary: "Check the domain's DNS records now",
-        description:
-          "Runs one check immediately and returns the domain with the result per record. A pending domain becomes " +
-          "verified when every record is observed; a failed domain starts a new 72 h verification window. " +
-          "A DNS failure (timeout, SERVFAIL) never changes the status.",
-        params: idParams,
-        responses: { 200: { description: "The domain after the check", schema: domainVerificationSchema } },
-        errors: { 404: "Not found or not the caller's" },
-      },
-      async (req, res) => {
-        res.json(await verifyDomain(ctx, accountOf(req), String(req.params.id)));
-      },
-    ),
-  );
-  return r;
-}
+export const domainVerifyRoutes: Route[] = [
+  route({
+    method: "POST",
+    path: "/domains/:id/verify",
+    doc: {
+      tag: "Domains",
+      summary: "Check the domain's DNS records now",
+      description:
+        "Runs one check immediately and returns the domain with the result per record. A pending domain becomes " +
+        "verified when every record is observed; a failed domain starts a new 72 h verification window. " +
+        "A DNS failure (timeout, SERVFAIL) never changes the status.",
+      params: idParams,
+      responses: { 200: { description: "The domain after the check", schema: domainVerificationSchema } },
+      errors: { 404: "Not found or not the caller's" },
+    },
+    handle: async (ctx, { req, res, params }) => {
+      res.json(await verifyDomain(ctx, accountOf(req), params.id));
+    },
+  }),
+];

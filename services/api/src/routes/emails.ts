@@ -1,9 +1,8 @@
-import { type Response, Router } from "express";
+import type { Response } from "express";
 import { z } from "zod";
-import { accountOf, parse } from "../lib/http.ts";
-import { documented, type RouteDoc } from "../lib/route.ts";
+import { accountOf } from "../lib/http.ts";
+import { type Route, route } from "../lib/route.ts";
 import { emailSchema, emailSummarySchema, idParams, pageOf } from "../lib/schemas.ts";
-import type { OpsContext } from "../ops/context.ts";
 import { attachmentParams, getAttachment, getEmail, getRawEmail, listEmails, listEmailsQuery } from "../ops/emails.ts";
 
 const tag = "Emails";
@@ -21,69 +20,66 @@ export function sendAttachment(res: Response, att: { filename: string; contentTy
   res.send(Buffer.from(att.content.buffer, att.content.byteOffset, att.content.byteLength));
 }
 
-/** What the OpenAPI document says about each route, by the operation it runs. */
-const docs = {
-  listEmails: {
-    tag,
-    summary: "List emails, newest first by received time; filters and full-text search",
-    query: listEmailsQuery,
-    responses: { 200: { description: "A page of email summaries", schema: pageOf(emailSummarySchema) } },
-  },
-  getEmail: {
-    tag,
-    summary: "Get an email",
-    params: idParams,
-    responses: { 200: { description: "The full email", schema: emailSchema } },
-    errors: { 404: "Not found or not the caller's" },
-  },
-  getRawEmail: {
-    tag,
-    summary: "The raw MIME message as received",
-    params: idParams,
-    responses: { 200: { description: "The message", contentType: "message/rfc822", schema: binary } },
-    errors: { 404: "Not found, not the caller's, or no raw message kept (outbound)" },
-  },
-  getAttachment: {
-    tag,
-    summary: "Download attachment n (0-based, the order of `attachments`)",
-    params: attachmentParams,
-    responses: {
-      200: { description: "The attachment's bytes", contentType: "application/octet-stream", schema: binary },
+export const emailsRoutes: Route[] = [
+  route({
+    method: "GET",
+    path: "/emails",
+    doc: {
+      tag,
+      summary: "List emails, newest first by received time; filters and full-text search",
+      query: listEmailsQuery,
+      responses: { 200: { description: "A page of email summaries", schema: pageOf(emailSummarySchema) } },
     },
-    errors: { 404: "Email or attachment not found, or the attachment was not stored" },
-  },
-} satisfies Record<string, RouteDoc>;
-
-export function emailsRouter(ctx: OpsContext): Router {
-  const r = Router();
-  r.get(
-    "/emails",
-    documented(docs.listEmails, async (req, res) => {
+    handle: async (ctx, { req, res }) => {
       res.json(await listEmails(ctx, accountOf(req), req.query));
-    }),
-  );
-  r.get(
-    "/emails/:id",
-    documented(docs.getEmail, async (req, res) => {
-      res.json(await getEmail(ctx, accountOf(req), String(req.params.id)));
-    }),
-  );
-  r.get(
-    "/emails/:id/raw",
-    documented(docs.getRawEmail, async (req, res) => {
-      const raw = await getRawEmail(ctx, accountOf(req), String(req.params.id));
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/emails/:id",
+    doc: {
+      tag,
+      summary: "Get an email",
+      params: idParams,
+      responses: { 200: { description: "The full email", schema: emailSchema } },
+      errors: { 404: "Not found or not the caller's" },
+    },
+    handle: async (ctx, { req, res, params }) => {
+      res.json(await getEmail(ctx, accountOf(req), params.id));
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/emails/:id/raw",
+    doc: {
+      tag,
+      summary: "The raw MIME message as received",
+      params: idParams,
+      responses: { 200: { description: "The message", contentType: "message/rfc822", schema: binary } },
+      errors: { 404: "Not found, not the caller's, or no raw message kept (outbound)" },
+    },
+    handle: async (ctx, { req, res, params }) => {
+      const raw = await getRawEmail(ctx, accountOf(req), params.id);
       res.setHeader("Content-Type", "message/rfc822");
-      res.setHeader("Content-Disposition", `attachment; filename="${String(req.params.id)}.eml"`);
+      res.setHeader("Content-Disposition", `attachment; filename="${params.id}.eml"`);
       res.setHeader("X-Content-Type-Options", "nosniff");
       res.send(Buffer.from(raw));
-    }),
-  );
-  r.get(
-    "/emails/:id/attachments/:n",
-    documented(docs.getAttachment, async (req, res) => {
-      const p = parse(attachmentParams, req.params, "path");
-      sendAttachment(res, await getAttachment(ctx, accountOf(req), p.id, Number(p.n)));
-    }),
-  );
-  return r;
-}
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/emails/:id/attachments/:n",
+    doc: {
+      tag,
+      summary: "Download attachment n (0-based, the order of `attachments`)",
+      params: attachmentParams,
+      responses: {
+        200: { description: "The attachment's bytes", contentType: "application/octet-stream", schema: binary },
+      },
+      errors: { 404: "Email or attachment not found, or the attachment was not stored" },
+    },
+    handle: async (ctx, { req, res, params }) => {
+      sendAttachment(res, await getAttachment(ctx, accountOf(req), params.id, Number(params.n)));
+    },
+  }),
+];

@@ -1,9 +1,9 @@
 import { AppError, invalid } from "@mailroom/core";
 import { EVENT_TYPES } from "@mailroom/queues";
-import { type Response, Router } from "express";
+import type { Response } from "express";
 import { z } from "zod";
-import { accountOf, parseQuery } from "../lib/http.ts";
-import { documented } from "../lib/route.ts";
+import { accountOf } from "../lib/http.ts";
+import { type Route, route } from "../lib/route.ts";
 import type { OpsContext } from "../ops/context.ts";
 
 const EVENT_ID = /^\d{1,20}-\d{1,20}$/;
@@ -35,52 +35,48 @@ const DESCRIPTION =
  * event, a Redis reconnect or a heartbeat; reading from the cursor each time means an event is
  * never skipped or sent twice, whatever the timing of the signals.
  */
-export function eventsRouter(ctx: OpsContext): Router {
-  const r = Router();
-  r.get(
-    "/events",
-    documented(
-      {
-        tag: "Events",
-        summary: "Live events of your account (server-sent events), resumable with Last-Event-ID",
-        description: DESCRIPTION,
-        query: eventsQuery,
-        responses: {
-          200: {
-            description: "An event stream that stays open",
-            contentType: "text/event-stream",
-            schema: z.string().describe("id: <event id>\\nevent: <type>\\ndata: <JSON>\\n\\n, repeated"),
-          },
-        },
-        errors: {
-          400: "Last-Event-ID is not an event id",
-          503: "Live events are not available (Redis unreachable)",
+export const eventsRoutes: Route[] = [
+  route({
+    method: "GET",
+    path: "/events",
+    doc: {
+      tag: "Events",
+      summary: "Live events of your account (server-sent events), resumable with Last-Event-ID",
+      description: DESCRIPTION,
+      query: eventsQuery,
+      responses: {
+        200: {
+          description: "An event stream that stays open",
+          contentType: "text/event-stream",
+          schema: z.string().describe("id: <event id>\\nevent: <type>\\ndata: <JSON>\\n\\n, repeated"),
         },
       },
-      async (req, res) => {
-        const accountId = accountOf(req);
-        const hub = ctx.events;
-        if (!hub) throw new AppError("unavailable", "Live events are not configured on this server");
-        const query = parseQuery(eventsQuery, req.query);
-        const header = req.header("last-event-id")?.trim();
-        if (header !== undefined && header !== "" && !EVENT_ID.test(header)) {
-          throw invalid("Last-Event-ID: must be an event id from this stream, such as 1767225600000-0");
-        }
-        const resumeFrom = header || query.lastEventId;
-        if (req.method === "HEAD") {
-          // express runs GET handlers for HEAD: answer the headers a GET would get, and no stream.
-          res.status(200).setHeader("Content-Type", "text/event-stream; charset=utf-8");
-          res.end();
-          return;
-        }
-        const recheck = req.reauthenticate;
-        if (!recheck) throw new AppError("unauthorized", "Not authenticated");
-        await stream(ctx, hub, accountId, recheck, resumeFrom, res);
+      errors: {
+        400: "Last-Event-ID is not an event id",
+        503: "Live events are not available (Redis unreachable)",
       },
-    ),
-  );
-  return r;
-}
+    },
+    handle: async (ctx, { req, res, query }) => {
+      const accountId = accountOf(req);
+      const hub = ctx.events;
+      if (!hub) throw new AppError("unavailable", "Live events are not configured on this server");
+      const header = req.header("last-event-id")?.trim();
+      if (header !== undefined && header !== "" && !EVENT_ID.test(header)) {
+        throw invalid("Last-Event-ID: must be an event id from this stream, such as 1767225600000-0");
+      }
+      const resumeFrom = header || query.lastEventId;
+      if (req.method === "HEAD") {
+        // express runs GET handlers for HEAD: answer the headers a GET would get, and no stream.
+        res.status(200).setHeader("Content-Type", "text/event-stream; charset=utf-8");
+        res.end();
+        return;
+      }
+      const recheck = req.reauthenticate;
+      if (!recheck) throw new AppError("unauthorized", "Not authenticated");
+      await stream(ctx, hub, accountId, recheck, resumeFrom, res);
+    },
+  }),
+];
 
 /**
  * Writes the account's stream entries after the cursor to `res`, one pass at a time: a signal that

@@ -1,9 +1,8 @@
-import express, { type RequestHandler, type Response, Router } from "express";
+import express, { type RequestHandler, type Response } from "express";
 import { accountOf } from "../lib/http.ts";
 import { idempotencyKeyOf, type Outcome } from "../lib/idempotency.ts";
-import { documented } from "../lib/route.ts";
+import { type Route, route } from "../lib/route.ts";
 import { emailSchema, idParams } from "../lib/schemas.ts";
-import type { OpsContext } from "../ops/context.ts";
 import { OUTBOUND_BODY_LIMIT, replySchema, replyToEmail, sendEmail, sendSchema } from "../ops/outbound.ts";
 
 const tag = "Emails";
@@ -27,51 +26,47 @@ function respond(res: Response, out: Outcome) {
   res.status(out.status).json(out.body);
 }
 
-export function outboundRouter(ctx: OpsContext): Router {
-  const r = Router();
-  r.post(
-    "/emails/:id/reply",
-    documented(
-      {
-        tag,
-        summary: "Reply to an email from the address that received it, in the same thread",
-        description: `Queues the reply for the SMTP relay; \`send.status\` follows it. ${IDEMPOTENCY}`,
-        params: idParams,
-        body: replySchema,
-        responses: { 201: { description: "The outbound email, queued", schema: emailSchema } },
-        errors: {
-          400: "Invalid body (the message names the field)",
-          404: "Email not found or not the caller's",
-          409: "The domain is not verified, or the Idempotency-Key was used with another request",
-          413: "Attachments larger than 10 MB in total",
-        },
+export const outboundRoutes: Route[] = [
+  route({
+    method: "POST",
+    path: "/emails/:id/reply",
+    doc: {
+      tag,
+      summary: "Reply to an email from the address that received it, in the same thread",
+      description: `Queues the reply for the SMTP relay; \`send.status\` follows it. ${IDEMPOTENCY}`,
+      params: idParams,
+      body: replySchema,
+      responses: { 201: { description: "The outbound email, queued", schema: emailSchema } },
+      errors: {
+        400: "Invalid body (the message names the field)",
+        404: "Email not found or not the caller's",
+        409: "The domain is not verified, or the Idempotency-Key was used with another request",
+        413: "Attachments larger than 10 MB in total",
       },
-      async (req, res) => {
-        const key = idempotencyKeyOf(req.header("idempotency-key"));
-        respond(res, await replyToEmail(ctx, accountOf(req), String(req.params.id), req.body, key));
+    },
+    handle: async (ctx, { req, res, params }) => {
+      const key = idempotencyKeyOf(req.header("idempotency-key"));
+      respond(res, await replyToEmail(ctx, accountOf(req), params.id, req.body, key));
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/emails",
+    doc: {
+      tag,
+      summary: "Send a new email from one of your addresses on a verified domain; starts a thread",
+      description: `Queues the message for the SMTP relay; \`send.status\` follows it. ${IDEMPOTENCY}`,
+      body: sendSchema,
+      responses: { 201: { description: "The outbound email, queued", schema: emailSchema } },
+      errors: {
+        400: "Invalid body, or `from` is not an active address of yours",
+        409: "The domain is not verified, or the Idempotency-Key was used with another request",
+        413: "Attachments larger than 10 MB in total",
       },
-    ),
-  );
-  r.post(
-    "/emails",
-    documented(
-      {
-        tag,
-        summary: "Send a new email from one of your addresses on a verified domain; starts a thread",
-        description: `Queues the message for the SMTP relay; \`send.status\` follows it. ${IDEMPOTENCY}`,
-        body: sendSchema,
-        responses: { 201: { description: "The outbound email, queued", schema: emailSchema } },
-        errors: {
-          400: "Invalid body, or `from` is not an active address of yours",
-          409: "The domain is not verified, or the Idempotency-Key was used with another request",
-          413: "Attachments larger than 10 MB in total",
-        },
-      },
-      async (req, res) => {
-        const key = idempotencyKeyOf(req.header("idempotency-key"));
-        respond(res, await sendEmail(ctx, accountOf(req), req.body, key));
-      },
-    ),
-  );
-  return r;
-}
+    },
+    handle: async (ctx, { req, res }) => {
+      const key = idempotencyKeyOf(req.header("idempotency-key"));
+      respond(res, await sendEmail(ctx, accountOf(req), req.body, key));
+    },
+  }),
+];

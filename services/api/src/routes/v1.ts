@@ -1,34 +1,39 @@
 import { Router } from "express";
+import { mountRoutes, type Route } from "../lib/route.ts";
 import type { OpsContext } from "../ops/context.ts";
-import { accountRouter } from "./account.ts";
-import { addressesRouter } from "./addresses.ts";
-import { blocksRouter } from "./blocks.ts";
-import { deliveriesRouter } from "./deliveries.ts";
-import { domainVerifyRouter } from "./domain-verify.ts";
-import { domainsRouter } from "./domains.ts";
-import { emailsRouter } from "./emails.ts";
-import { endpointActionsRouter } from "./endpoint-actions.ts";
-import { endpointsRouter } from "./endpoints.ts";
-import { eventsRouter } from "./events.ts";
-import { outboundRouter } from "./outbound.ts";
-import { shieldRulesRouter } from "./shield-rules.ts";
-import { threadsRouter } from "./threads.ts";
+import { accountRoutes } from "./account.ts";
+import { addressesRoutes } from "./addresses.ts";
+import { blocksRoutes } from "./blocks.ts";
+import { deliveriesRoutes } from "./deliveries.ts";
+import { domainVerifyRoutes } from "./domain-verify.ts";
+import { domainsRoutes } from "./domains.ts";
+import { emailsRoutes } from "./emails.ts";
+import { endpointActionsRoutes } from "./endpoint-actions.ts";
+import { endpointsRoutes } from "./endpoints.ts";
+import { eventsRoutes } from "./events.ts";
+import { outboundRoutes } from "./outbound.ts";
+import { shieldRulesRoutes } from "./shield-rules.ts";
+import { threadsRoutes } from "./threads.ts";
 
-/** /api/v1: one router per resource, one line each. Handlers only translate HTTP ↔ the service layer in ../ops. */
-export function v1Router(ctx: OpsContext): Router {
-  const r = Router();
-  r.use(domainsRouter(ctx));
-  r.use(domainVerifyRouter(ctx));
-  r.use(addressesRouter(ctx));
-  r.use(endpointsRouter(ctx));
-  r.use(endpointActionsRouter(ctx));
-  r.use(deliveriesRouter(ctx));
-  r.use(emailsRouter(ctx));
-  r.use(outboundRouter(ctx));
-  r.use(shieldRulesRouter(ctx));
-  r.use(blocksRouter(ctx));
-  r.use(threadsRouter(ctx));
-  r.use(accountRouter(ctx));
-  r.use(eventsRouter(ctx));
-  return r;
-}
+/**
+ * Every /api/v1 route, one table per resource, in the order express matches them (and the OpenAPI
+ * document lists them). Handlers only translate HTTP ↔ the service layer in ../ops.
+ */
+export const v1Routes: readonly Route[] = [
+  ...domainsRoutes,
+  ...domainVerifyRoutes,
+  ...addressesRoutes,
+  ...endpointsRoutes,
+  ...endpointActionsRoutes,
+  ...deliveriesRoutes,
+  ...emailsRoutes,
+  ...outboundRoutes,
+  ...shieldRulesRoutes,
+  ...blocksRoutes,
+  ...threadsRoutes,
+  ...accountRoutes,
+  ...eventsRoutes,
+];
+
+/** The /api/v1 routes on a router (the REST API and the console's JSON API mount it alike). */
+export const v1Router = (ctx: OpsContext): Router => mountRoutes(Router(), ctx, v1Routes);
