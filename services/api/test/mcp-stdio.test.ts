@@ -66,6 +66,11 @@ describe("mailroom-mcp (stdio)", () => {
     );
     clients.push(http);
     expect((await client.listTools()).tools).toEqual((await http.listTools()).tools);
+    // The bridge keeps its own copy of what /mcp says about itself (it ships alone): the same, to the letter.
+    expect([client.getServerVersion(), client.getInstructions()]).toEqual([
+      http.getServerVersion(),
+      http.getInstructions(),
+    ]);
 
     const dom = await acct.api("POST", "/api/v1/domains", { domain: "stdio-example.com" });
     const created = await call(client, "create_inbox", { domainId: dom.body.id, localPart: "agent" });
