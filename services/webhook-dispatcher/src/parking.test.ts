@@ -62,4 +62,12 @@ describe("parking a job for a busy endpoint", () => {
     expect(parking.park("next", "ep")).toBe(1_000);
     expect(parking.take("d0")).toBeUndefined();
   });
+
+  it("an endpoint measured fast: a job parked in a passing jam is back after 25 attempt times (at least 50 ms)", () => {
+    const { parking, attempts } = clocked();
+    attempts("ep", 10, 4);
+    expect(parking.park("d1", "ep")).toBe(100);
+    attempts("ep2", 10, 1);
+    expect(parking.park("d2", "ep2")).toBe(50);
+  });
 });

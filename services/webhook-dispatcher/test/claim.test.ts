@@ -40,6 +40,18 @@ describe("claiming an attempt", () => {
     expect((await claim(d.id))?.busy).toBe(false);
   });
 
+  it("for a busy endpoint: answers without waiting for a row lock another transaction holds", async () => {
+    const ep = await seedEndpoint(h.prisma, s, { url: "http://127.0.0.1:9/hook" });
+    const d = await seedDelivery(h.prisma, s, ep);
+    // A claimer (or the API) holds the row: a busy answer needs no lock, so it does not queue behind
+    // it (it took FOR UPDATE before, and here would wait for this transaction, which waits for it).
+    const busy = await h.prisma.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT "id" FROM "deliveries" WHERE "id" = ${d.id} FOR UPDATE`;
+      return claim(d.id, [ep.id]);
+    });
+    expect(busy).toMatchObject({ busy: true, endpointId: ep.id });
+  });
+
   it("claims many in one statement, each on its own conditions; a repeated id is claimed for one caller only", async () => {
     const ep = await seedEndpoint(h.prisma, s, { url: "http://127.0.0.1:9/hook" });
     const [a, b, c] = [
