@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import {
   createClient,
   type Delivery,

@@ -2,10 +2,10 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { installPacked, type PackedInstall } from "@mailroom/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 
 /**
  * `mailroom-mcp` as published: `npm pack` (its build runs), unpacked outside the checkout (no

@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createEventPublisher, createRedis, type EventPublisher, type RedisClient } from "@mailroom/queues";
-import { waitFor } from "@mailroom/testing";
-import { openSseWith, type SseReader } from "../../../e2e/live.ts";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { type ConsoleClient, consoleClient, createMember } from "./console-helpers.ts";
+import {
+  type ConsoleClient,
+  consoleClient,
+  createMember,
+  type Stack,
+  startStack,
+  type TestAccount,
+} from "@mailroom/stack";
+import { openSseWith, type SseReader, waitFor } from "@mailroom/testing";
 
 /**
  * Live events for the console (issue 17, Mail and Deliveries update by themselves): a signed-in

@@ -1,8 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { createMember, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { SIGN_IN_FAILURES_PER_IP } from "../src/console/ip-throttle.ts";
-import { createMember } from "./console-helpers.ts";
 
 /**
  * Per-IP sign-in throttling (issue 17, beside the per-member lockout): one address that fails

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import nodemailer from "nodemailer";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 
 /**
  * Bulk replay (issue 15): mail arrives over SMTP, the dispatcher's attempts fail against a real

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createDomainDns } from "@mailroom/domain-verification";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type DnsServer, startDnsServer } from "@mailroom/testing";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 
 /** POST /domains (records, tokens) and POST /domains/{id}/verify over real HTTP, real Postgres, loopback DNS. */
 describe("domain records and verification API", () => {

@@ -5,12 +5,11 @@ import { createCursorCodec, createPrisma } from "@mailroom/db";
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createRedis } from "@mailroom/queues";
+import { http, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { waitFor } from "@mailroom/testing";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import { type AppDeps, createApp } from "../src/app.ts";
 import type { RateLimitConfig } from "../src/lib/rate-limit.ts";
 import { redisReady } from "../src/lib/redis-ready.ts";
-import { http } from "./helpers.ts";
 
 const V = "/api/v1";
 

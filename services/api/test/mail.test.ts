@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { http, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { http } from "./helpers.ts";
 
 const V = "/api/v1";
 

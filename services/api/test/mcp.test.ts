@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import nodemailer from "nodemailer";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 
 /**
  * The MCP interface (issue 8) driven by the official SDK client over real HTTP against every

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createCursorCodec, Prisma } from "@mailroom/db";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
+import { seedEmail } from "@mailroom/testing";
 import { EMAIL_SEARCH_DOCUMENT, EMAIL_SEARCH_INDEX } from "../src/ops/email-search.ts";
 import { emailListSql, listEmailsQuery } from "../src/ops/emails.ts";
-import { seedEmail } from "./helpers.ts";
 
 const V = "/api/v1";
 

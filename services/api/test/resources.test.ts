@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { seedEmail } from "./helpers.ts";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
+import { seedEmail } from "@mailroom/testing";
 
 const V = "/api/v1";
 const HOOK = "http://127.0.0.1:9/hook";

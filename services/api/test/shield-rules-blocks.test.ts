@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { pageOf } from "../src/lib/schemas.ts";
 import { blockSchema } from "../src/routes/shield-schemas.ts";
 

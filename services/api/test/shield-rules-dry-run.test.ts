@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { dryRunResultSchema } from "../src/routes/shield-schemas.ts";
 
 /** POST /shield-rules/test: the account's stored rules against a message given as fields or raw MIME. */

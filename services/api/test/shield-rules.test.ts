@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { shieldRuleListSchema, shieldRuleSchema } from "../src/routes/shield-schemas.ts";
 
 /** The shield-rule API over real HTTP against a real database (no SMTP: see e2e/shield-*.test.ts). */

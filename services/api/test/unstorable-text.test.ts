@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
-import { http } from "./helpers.ts";
+import { http, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 
 /**
  * Issue 12 item 1: a NUL (U+0000, which Postgres text cannot hold) or a lone UTF-16 surrogate (which

@@ -4,11 +4,11 @@ import { newId } from "@mailroom/db";
 import { enqueueDeliveryAttempt, queueKeyFor } from "@mailroom/deliveries";
 import { createLogger } from "@mailroom/log";
 import { createRedis, enqueue } from "@mailroom/queues";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type DnsServer, startDnsServer, waitFor } from "@mailroom/testing";
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import {
   attemptForward,
   createRelay,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Stack, startStack } from "@mailroom/stack";
 import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
-import { type Stack, startStack } from "../../../e2e/stack.ts";
 import { sendOnce } from "./clients.ts";
 import { seedAddress, seedDomain, seedEndpoint } from "./harness.ts";
 import { havePostfix, type PostfixRelay, startPostfixRelay } from "./postfix.ts";

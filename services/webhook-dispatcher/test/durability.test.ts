@@ -1,8 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
-import { type Receiver, startReceiver, startThrowawayRedis, waitFor } from "@mailroom/testing";
-import { type PgProxy, startPgProxy } from "../../rule-engine/test/pg-proxy.ts";
+import {
+  type PgProxy,
+  type Receiver,
+  startPgProxy,
+  startReceiver,
+  startThrowawayRedis,
+  waitFor,
+} from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { startDispatcher } from "../src/worker.ts";
 import {

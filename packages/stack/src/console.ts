@@ -1,0 +1,52 @@
+import { readBody, type Stack } from "./stack.ts";
+
+/** A member's console client over real HTTP: keeps the session cookie and the CSRF token. */
+export type ConsoleClient = {
+  cookie: string | undefined;
+  csrf: string | undefined;
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
+  signIn(email: string, password: string): Promise<{ status: number; body: any; headers: Headers }>;
+};
+
+export function consoleClient(stack: Stack): ConsoleClient {
+  const c: ConsoleClient = {
+    cookie: undefined,
+    csrf: undefined,
+    async call(method, path, body, headers = {}) {
+      const res = await fetch(`${stack.apiUrl}${path}`, {
+        method,
+        headers: {
+          ...(c.cookie ? { cookie: c.cookie } : {}),
+          ...(c.csrf && method !== "GET" ? { "x-csrf-token": c.csrf } : {}),
+          ...(body !== undefined ? { "content-type": "application/json" } : {}),
+          ...headers,
+        },
+        ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+      });
+      return { status: res.status, body: await readBody(res), headers: res.headers };
+    },
+    async signIn(email, password) {
+      const r = await c.call("POST", "/console/api/session", { email, password });
+      if (r.status === 201) {
+        c.cookie = (r.headers.get("set-cookie") ?? "").split(";")[0];
+        c.csrf = r.body.csrfToken;
+      }
+      return r;
+    },
+  };
+  return c;
+}
+
+/** Creates a member with the admin CLI and sets their password through the one-time link. */
+export async function createMember(stack: Stack, accountId: string, email: string, password: string) {
+  const m = await stack.admin("members", "create", "--account", accountId, "--email", email);
+  const token = new URL(String(m.setPasswordUrl)).hash.replace("#token=", "");
+  const set = await consoleClient(stack).call("POST", "/console/api/password", { token, password });
+  if (set.status !== 200) throw new Error(`set password: ${set.status} ${JSON.stringify(set.body)}`);
+  return { id: String(m.id), token };
+}
