@@ -13,9 +13,8 @@
 //                             --loads 10,50,saturation --cpu-prof DIR]
 import { generateKeyPairSync } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { type DnsServer, sparePort, startDnsServer, startReceiver } from "@mailroom/testing";
+import { type DnsServer, sparePort, startDnsServer, startReceiver, seedAddress, seedDomain, seedEndpoint } from "@mailroom/testing";
 import { dkimSign } from "mailauth";
-import { seedAddress, seedDomain, seedEndpoint } from "../services/smtp-ingest/test/harness.ts";
 import { benchEnv } from "./lib/env.ts";
 import { interleave, medianOf } from "./lib/interleave.ts";
 import { descendantsRunning, memoryMB, startNode, stopAll, waitForPort } from "./lib/procs.ts";

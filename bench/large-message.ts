@@ -9,11 +9,18 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Readable } from "node:stream";
 import { createPrisma } from "@mailroom/db";
-import { createTestEnv, mimeWithAttachment, sparePort, waitFor } from "@mailroom/testing";
+import {
+  connect,
+  createTestEnv,
+  mimeWithAttachment,
+  seedAddress,
+  seedDomain,
+  send,
+  sparePort,
+  waitFor,
+} from "@mailroom/testing";
 import globalSetup from "../packages/testing/src/global-setup.ts";
 import globalTeardown from "../packages/testing/src/global-teardown.ts";
-import { connect, send } from "../services/smtp-ingest/test/clients.ts";
-import { seedAddress, seedDomain } from "../services/smtp-ingest/test/harness.ts";
 
 const attachmentMB = Number(process.argv[2] ?? 25);
 const overflowMB = Number(process.argv[3] ?? 200);

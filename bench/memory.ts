@@ -6,8 +6,7 @@
 // Each scenario gets fresh processes, so one peak does not hide the other. Target (issue 12/13):
 // ingest peak ≤ 300 MB in scenario 2.
 // Run: `npm run -s bench:memory` (or `node --import tsx bench/memory.ts [attachmentMB] [connections] [messageMB]`).
-import { mimeWithAttachment, sparePort, waitFor } from "@mailroom/testing";
-import { seedAddress, seedDomain } from "../services/smtp-ingest/test/harness.ts";
+import { mimeWithAttachment, seedAddress, seedDomain, sparePort, waitFor } from "@mailroom/testing";
 import { benchEnv } from "./lib/env.ts";
 import { memoryMB, startService, stopAll, waitForPort } from "./lib/procs.ts";
 import { fmt, footer, header, table } from "./lib/report.ts";

@@ -2,9 +2,9 @@
 // throwaway database. Prints SMTP acceptance throughput and latency percentiles, and end-to-end
 // latency (SMTP DATA sent → webhook received). Run: `npm run -s bench:pipeline -- [messages] [connections]`.
 import { performance } from "node:perf_hooks";
+import { startStack } from "@mailroom/stack";
 import { startReceiver, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
-import { startStack } from "../e2e/stack.ts";
 import globalSetup from "../packages/testing/src/global-setup.ts";
 import globalTeardown from "../packages/testing/src/global-teardown.ts";
 

@@ -4,10 +4,17 @@ import { monthKey } from "@mailroom/core";
 import { monthlyReceived } from "@mailroom/db";
 import { Registry } from "@mailroom/observability";
 import { createQueue, createRedis } from "@mailroom/queues";
-import { startThrowawayRedis, type ThrowawayRedis, waitFor } from "@mailroom/testing";
+import { type IngestEnv, ingestEnv } from "@mailroom/stack";
+import {
+  type Seeded,
+  seedAddress,
+  seedDomain,
+  simpleMessage,
+  startThrowawayRedis,
+  type ThrowawayRedis,
+  waitFor,
+} from "@mailroom/testing";
 import pg from "pg";
-import { simpleMessage } from "./clients.ts";
-import { type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 import { type RawSession, rawSession } from "./raw-session.ts";
 
 /**

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
 import { monthlyReceived } from "@mailroom/db";
+import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack";
+import { type Seeded, seedAddress, seedDomain, simpleMessage } from "@mailroom/testing";
 import { USAGE_SHARDS } from "../src/usage.ts";
-import { simpleMessage } from "./clients.ts";
-import { type Ingest, type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 import { type RawSession, rawSession as session } from "./raw-session.ts";
 
 /**

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type IngestEnv, ingestEnv } from "@mailroom/stack";
 import { loadIngestEnv } from "../src/env.ts";
-import { type IngestEnv, ingestEnv } from "./harness.ts";
 
 /** The first complete reply on a socket that sent `line` right after connecting. */
 function talkFirst(port: number, line: string): Promise<string> {

@@ -1,8 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Stack, startStack } from "@mailroom/stack";
-import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
-import { sendOnce } from "./clients.ts";
-import { seedAddress, seedDomain, seedEndpoint } from "./harness.ts";
+import {
+  type Receiver,
+  seedAddress,
+  seedDomain,
+  seedEndpoint,
+  sendOnce,
+  startReceiver,
+  waitFor,
+} from "@mailroom/testing";
 import { havePostfix, type PostfixRelay, startPostfixRelay } from "./postfix.ts";
 
 if (!havePostfix()) {

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { waitFor } from "@mailroom/testing";
+import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack";
+import { seedAddress, seedDomain, simpleMessage, waitFor } from "@mailroom/testing";
 import { connectionsOf } from "../src/smtp-internals.ts";
-import { simpleMessage } from "./clients.ts";
-import { type Ingest, type IngestEnv, ingestEnv, seedAddress, seedDomain } from "./harness.ts";
 import { type RawClient, rawClient } from "./slow-clients.ts";
 
 /**

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
 import { poolOf, type Queryable } from "@mailroom/db";
+import { type IngestEnv, ingestEnv } from "@mailroom/stack";
+import { seedAddress, seedDomain } from "@mailroom/testing";
 import { lookupInBatches } from "../src/rcpt-lookup.ts";
 import { decideRecipient } from "../src/recipients.ts";
-import { type IngestEnv, ingestEnv, seedAddress, seedDomain } from "./harness.ts";
 
 /**
  * RCPT lookups asked while one is in flight go together in one query (rcpt-lookup.ts). Asked in the

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { waitFor } from "@mailroom/testing";
+import { type IngestEnv, ingestEnv } from "@mailroom/stack";
+import { seedAddress, seedDomain, sendOnce, simpleMessage, waitFor } from "@mailroom/testing";
 import { connectionsOf } from "../src/smtp-internals.ts";
-import { sendOnce, simpleMessage } from "./clients.ts";
-import { type IngestEnv, ingestEnv, seedAddress, seedDomain } from "./harness.ts";
 import { attackAddress, type RawClient, rawClient, trickle } from "./slow-clients.ts";
 
 /**

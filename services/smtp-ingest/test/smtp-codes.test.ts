@@ -1,8 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
 import { monthlyReceived } from "@mailroom/db";
-import { connect, rawSession, send, sendOnce, simpleMessage } from "./clients.ts";
-import { type Ingest, type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
+import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack";
+import {
+  connect,
+  rawSession,
+  type Seeded,
+  seedAddress,
+  seedDomain,
+  send,
+  sendOnce,
+  simpleMessage,
+} from "@mailroom/testing";
 
 /**
  * Every RCPT/DATA reply code of DESIGN.md §3.1 as a real client (nodemailer's SMTP connection)

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Stack, startStack } from "@mailroom/stack";
-import { waitFor } from "@mailroom/testing";
-import { sendOnce, simpleMessage } from "./clients.ts";
-import { type Seeded, seedAddress, seedDomain } from "./harness.ts";
+import { type Seeded, seedAddress, seedDomain, sendOnce, simpleMessage, waitFor } from "@mailroom/testing";
 import { type RawClient, rawClient } from "./slow-clients.ts";
 
 /**

@@ -3,7 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
 import { createPrisma, migrate, migrationsDir, monthlyReceived } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
+import { type IngestEnv, ingestEnv } from "@mailroom/stack";
 import {
+  connect,
+  type Seeded,
+  seedAddress,
+  seedDomain,
+  send,
+  sendOnce,
+  simpleMessage,
   sparePort,
   startThrowawayPostgres,
   startThrowawayRedis,
@@ -11,8 +19,6 @@ import {
   type ThrowawayRedis,
   waitFor,
 } from "@mailroom/testing";
-import { connect, send, sendOnce, simpleMessage } from "./clients.ts";
-import { type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 
 /**
  * `451 4.3.0` whenever Postgres or Redis cannot durably take the message, with nothing half-written:

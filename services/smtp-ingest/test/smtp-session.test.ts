@@ -3,8 +3,19 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { connect, haveSwaks, rawSession, send, sendOnce, simpleMessage, swaks } from "./clients.ts";
-import { type Ingest, type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
+import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack";
+import {
+  connect,
+  haveSwaks,
+  rawSession,
+  type Seeded,
+  seedAddress,
+  seedDomain,
+  send,
+  sendOnce,
+  simpleMessage,
+  swaks,
+} from "@mailroom/testing";
 
 /** The session around the transaction: EHLO, STARTTLS, shutdown, timeouts, the per-IP cap. */
 describe("smtp-ingest session", () => {

@@ -4,11 +4,21 @@ import { resolve } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createPrisma, poolOf, readBytea } from "@mailroom/db";
-import { mimeWithAttachment, sparePort, startPgProxy, waitFor } from "@mailroom/testing";
+import { type IngestEnv, ingestEnv } from "@mailroom/stack";
+import {
+  connect,
+  mimeWithAttachment,
+  rawSession,
+  type Seeded,
+  seedAddress,
+  seedDomain,
+  send,
+  sparePort,
+  startPgProxy,
+  waitFor,
+} from "@mailroom/testing";
 import { DataBudget } from "../src/data-budget.ts";
 import { purgeStaleChunks } from "../src/staging.ts";
-import { connect, rawSession, send } from "./clients.ts";
-import { type IngestEnv, ingestEnv, type Seeded, seedAddress, seedDomain } from "./harness.ts";
 
 /**
  * DATA streams into Postgres (spool_chunks) as it arrives instead of being held in memory (issue 12
