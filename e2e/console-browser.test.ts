@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Receiver, startReceiver } from "@mailroom/testing";
+import { createMember, type Fixture, type Stack, seedEverything, startStack, type TestAccount } from "@mailroom/stack";
+import { type Receiver, seedEmail, startReceiver } from "@mailroom/testing";
 import type { Page } from "playwright-core";
-import { createMember } from "../services/api/test/console-helpers.ts";
-import { type Fixture, seedAccount, seedEmail } from "../services/api/test/helpers.ts";
 import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
-import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
  * The console in a real browser (issue 17 item 4): every page against a seeded account, Debian's
@@ -24,7 +22,7 @@ beforeAll(async () => {
   receiver = await startReceiver();
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
   acct = await stack.account({ plan: "free" });
-  f = await seedAccount(stack, acct, "browser.example.com");
+  f = await seedEverything(stack, acct, "browser.example.com");
   // Two more messages today: the overview shows 3.
   await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });
   await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });

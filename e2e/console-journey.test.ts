@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { createMember, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
-import { createMember } from "../services/api/test/console-helpers.ts";
 import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
-import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
  * A real failing delivery in the console (issue 17 item 4): one SMTP message through every

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
+import { createMember, type Stack, startStack, type TestAccount } from "@mailroom/stack";
+import { seedEmail } from "@mailroom/testing";
 import type { Page } from "playwright-core";
-import { createMember } from "../services/api/test/console-helpers.ts";
-import { seedEmail } from "../services/api/test/helpers.ts";
 import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
-import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
  * Long lists in the console (issue 17): Mail shows 50 at a time with "Older"/"Newest" (the API's

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { createMember, type Fixture, type Stack, seedEverything, startStack, type TestAccount } from "@mailroom/stack";
 import type { Page } from "playwright-core";
-import { createMember } from "../services/api/test/console-helpers.ts";
-import { type Fixture, seedAccount } from "../services/api/test/helpers.ts";
 import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
-import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
  * The console's Shield rules page in chromium (issue 17): the condition builder, an inline error,
@@ -28,7 +26,7 @@ let page: Page;
 beforeAll(async () => {
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
   acct = await stack.account({ plan: "free" });
-  f = await seedAccount(stack, acct, "shield.example.com");
+  f = await seedEverything(stack, acct, "shield.example.com");
   await createMember(stack, acct.accountId, "owner@shield.example.com", PASSWORD);
   ui = await openConsole(stack.apiUrl);
   page = ui.page;

@@ -3,9 +3,8 @@ import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
 import { createQueue, createRedis, type TypedQueue } from "@mailroom/queues";
-import { type DnsServer, sparePort, startDnsServer, waitFor } from "@mailroom/testing";
-import { seedEmail } from "../services/api/test/helpers.ts";
-import { type Stack, startStack, type TestAccount } from "./stack.ts";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
+import { type DnsServer, seedEmail, sparePort, startDnsServer, waitFor } from "@mailroom/testing";
 
 const root = resolve(import.meta.dirname, "..");
 
