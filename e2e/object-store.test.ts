@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { poolOf } from "@mailroom/db";
+import type { Stack, TestAccount, WebhookFixture } from "@mailroom/stack";
+import { mailAttachmentToWebhook, routeToWebhook, startWebhookFixture } from "@mailroom/stack";
 import { type LocalS3, startLocalS3 } from "@mailroom/storage/testing";
-import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
-import nodemailer from "nodemailer";
-import { type Stack, startStack, type TestAccount } from "./stack.ts";
+import { type Receiver, waitFor } from "@mailroom/testing";
 
 /**
  * BYTE_STORE=s3 end to end, against s3rver (an S3-compatible server over HTTP on loopback): a
@@ -13,58 +13,40 @@ import { type Stack, startStack, type TestAccount } from "./stack.ts";
  * that downloads it byte-identical without any credentials, and the API serves both from the store.
  */
 let s3: LocalS3;
+let fx: WebhookFixture;
 let stack: Stack;
 let receiver: Receiver;
 let acct: TestAccount;
 
 beforeAll(async () => {
   s3 = await startLocalS3();
-  stack = await startStack({
+  fx = await startWebhookFixture({
     s3: { settings: s3.settings, signedUrlTtlSeconds: 900 },
     maxMessageBytes: 48 * 1024 * 1024,
   });
-  receiver = await startReceiver();
-  acct = await stack.account();
+  ({ stack, receiver, acct } = fx);
 }, 120_000);
 
 afterAll(async () => {
-  await receiver?.close();
-  await stack?.close();
+  await fx?.close();
   await s3?.close();
 });
 
 it("stores a 25 MB attachment and the raw MIME in the object store; the payload's signed URL downloads it", async () => {
   const domain = "objects-e2e-example.com";
-  const dom = await acct.api("POST", "/api/v1/domains", { domain });
-  expect(dom.status).toBe(201);
-  await stack.admin("domains", "verify", "--domain", domain, "--force");
-  const ep = await acct.api("POST", "/api/v1/endpoints", { name: "hook", url: `${receiver.url}/hook` });
-  expect(ep.status).toBe(201);
-  const addr = await acct.api("POST", "/api/v1/addresses", {
-    domainId: dom.body.id,
-    localPart: "big",
-    endpointId: ep.body.id,
-  });
-  expect(addr.status).toBe(201);
+  await routeToWebhook(stack, acct, `big@${domain}`, `${receiver.url}/hook`);
 
   const content = randomBytes(25 * 1024 * 1024);
-  const transport = nodemailer.createTransport({
-    host: "127.0.0.1",
-    port: stack.smtpPort,
-    secure: false,
-    ignoreTLS: true,
-  });
-  await transport.sendMail({
-    from: "alice@sender.example",
-    to: `big@${domain}`,
-    subject: "Quarterly numbers",
-    text: "Attached.\n",
-    attachments: [{ filename: "numbers.bin", content, contentType: "application/octet-stream" }],
-  });
-  transport.close();
-
-  const req = await waitFor(async () => receiver.requests[0] ?? null, { timeoutMs: 300_000 });
-  const email = JSON.parse(req.body.toString()).data.email;
+  const email = await mailAttachmentToWebhook(
+    stack,
+    receiver,
+    {
+      to: `big@${domain}`,
+      subject: "Quarterly numbers",
+      attachment: { filename: "numbers.bin", content, contentType: "application/octet-stream" },
+    },
+    300_000,
+  );
   const link: string = email.attachments[0].url;
   expect(email.attachments[0]).toMatchObject({ filename: "numbers.bin", size: content.length, stored: true });
   expect(link.startsWith(`${s3.endpoint}/${s3.settings.bucket}/attachments/${email.id}/`)).toBe(true);

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import { createPrisma, type PrismaClient, poolOf } from "@mailroom/db";
-import { type ByteStore, createByteStore } from "@mailroom/storage";
-import { type LocalS3, startLocalS3 } from "@mailroom/storage/testing";
-import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import { type PrismaClient, poolOf } from "@mailroom/db";
+import type { ByteStore } from "@mailroom/storage";
+import { type S3Fixture, startS3Fixture } from "@mailroom/storage/testing";
 import { fixtures } from "../packages/retention/src/fixtures.ts";
 import { purgeExpired } from "../packages/retention/src/purge.ts";
 
@@ -12,24 +11,16 @@ import { purgeExpired } from "../packages/retention/src/purge.ts";
  * and leaves every other object alone. The pass runs at an injected "now".
  */
 const NOW = new Date("2026-06-01T12:00:00.000Z");
-let env: TestEnv;
+let fx: S3Fixture;
 let prisma: PrismaClient;
-let s3: LocalS3;
 let store: ByteStore;
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  prisma = createPrisma(env.databaseUrl);
-  s3 = await startLocalS3();
-  store = createByteStore({ backend: "s3", s3: s3.settings }, poolOf(prisma));
+  fx = await startS3Fixture();
+  ({ prisma, store } = fx);
 }, 120_000);
 
-afterAll(async () => {
-  store?.close();
-  await s3?.close();
-  await prisma?.$disconnect();
-  await env?.cleanup();
-});
+afterAll(() => fx?.close());
 
 it("deletes exactly the expired raw MIME and attachment objects", async () => {
   const f = fixtures(prisma, NOW);

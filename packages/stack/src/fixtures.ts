@@ -1,6 +1,6 @@
 import { newId } from "@mailroom/db";
-import { seedEmail } from "@mailroom/testing";
-import type { Stack, TestAccount } from "./stack.ts";
+import { type Receiver, seedEmail, sendMail, startReceiver, waitFor } from "@mailroom/testing";
+import { type Stack, type StackOptions, startStack, type TestAccount } from "./stack.ts";
 
 /** Raw HTTP against the stack's API (for bodies and headers the JSON helper does not cover). */
 export async function http(
@@ -33,6 +33,68 @@ export async function seedRoutes(acct: TestAccount, domain: string) {
     throw new Error(`seedRoutes: ${dom.status} ${ep.status} ${addr.status} ${JSON.stringify([dom.body, ep.body])}`);
   }
   return { domainId: dom.body.id as string, endpointId: ep.body.id as string, addressId: addr.body.id as string };
+}
+
+/** A stack, an HTTP receiver for its webhooks and one account: the setup of the mail-path tests. */
+export type WebhookFixture = { stack: Stack; receiver: Receiver; acct: TestAccount; close(): Promise<void> };
+
+/** Call it in `beforeAll` (with a long timeout), `close` in `afterAll`. */
+export async function startWebhookFixture(opts: StackOptions = {}): Promise<WebhookFixture> {
+  const stack = await startStack(opts);
+  const receiver = await startReceiver();
+  const acct = await stack.account();
+  return {
+    stack,
+    receiver,
+    acct,
+    async close() {
+      await receiver.close();
+      await stack.close();
+    },
+  };
+}
+
+/**
+ * Mail to `address` delivered to the webhook at `url`: its domain (verified by the admin CLI, no
+ * DNS), an endpoint and the address, made through the API.
+ */
+export async function routeToWebhook(stack: Stack, acct: TestAccount, address: string, url: string) {
+  const [localPart, domain] = address.split("@") as [string, string];
+  const dom = await acct.api("POST", "/api/v1/domains", { domain });
+  if (dom.status !== 201) throw new Error(`routeToWebhook: domain ${dom.status} ${JSON.stringify(dom.body)}`);
+  await stack.admin("domains", "verify", "--domain", domain, "--force");
+  const ep = await acct.api("POST", "/api/v1/endpoints", { name: "hook", url });
+  const addr = await acct.api("POST", "/api/v1/addresses", {
+    domainId: dom.body.id,
+    localPart,
+    endpointId: ep.body.id,
+  });
+  if (ep.status !== 201 || addr.status !== 201) {
+    throw new Error(`routeToWebhook: endpoint ${ep.status}, address ${addr.status} ${JSON.stringify(addr.body)}`);
+  }
+  return { domainId: dom.body.id as string, endpointId: ep.body.id as string, addressId: addr.body.id as string };
+}
+
+/**
+ * One message from alice@sender.example to `to` with one attachment, over the stack's SMTP port; the
+ * `data.email` of the first request `receiver` gets (the webhook delivery of that message).
+ */
+export async function mailAttachmentToWebhook(
+  stack: Stack,
+  receiver: Receiver,
+  mail: { to: string; subject: string; attachment: { filename: string; content: Buffer; contentType: string } },
+  timeoutMs = 120_000,
+): Promise<any> {
+  const { to, subject, attachment } = mail;
+  await sendMail(stack.smtpPort, {
+    from: "alice@sender.example",
+    to,
+    subject,
+    text: "Attached.\n",
+    attachments: [attachment],
+  });
+  const req = await waitFor(async () => receiver.requests[0] ?? null, { timeoutMs });
+  return JSON.parse(req.body.toString()).data.email;
 }
 
 export type Fixture = Record<string, string>;

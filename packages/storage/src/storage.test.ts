@@ -2,38 +2,30 @@ import { randomBytes } from "node:crypto";
 import { GetObjectCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createPrisma, newId, type PrismaClient, poolOf } from "@mailroom/db";
-import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import { newId, type PrismaClient, poolOf } from "@mailroom/db";
 import { z } from "zod";
 import { byteStoreConfig, byteStoreEnv, requireS3Settings } from "./config.ts";
 import { attachmentLinks, createByteStore } from "./index.ts";
 import { checkAttachmentLink, signAttachmentLink } from "./link-signing.ts";
 import { attachmentKey, rawKey, s3Client } from "./s3.ts";
 import type { ByteStore } from "./store.ts";
-import { type LocalS3, startLocalS3 } from "./testing.ts";
+import { type LocalS3, type S3Fixture, startLocalS3, startS3Fixture } from "./testing.ts";
 
 /**
  * Both backends against real servers: Postgres, and s3rver (an S3-compatible server over HTTP on a
  * loopback port) for the object store. Links are fetched with plain HTTP, no credentials.
  */
-let env: TestEnv;
+let fx: S3Fixture;
 let prisma: PrismaClient;
 let s3: LocalS3;
 let store: ByteStore;
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  prisma = createPrisma(env.databaseUrl);
-  s3 = await startLocalS3();
-  store = createByteStore({ backend: "s3", s3: s3.settings }, poolOf(prisma));
+  fx = await startS3Fixture();
+  ({ prisma, s3, store } = fx);
 }, 120_000);
 
-afterAll(async () => {
-  store?.close();
-  await s3?.close();
-  await prisma?.$disconnect();
-  await env?.cleanup();
-});
+afterAll(() => fx?.close());
 
 /** An inbound email of `spool` (one recipient in `status`) with attachment rows not yet stored. */
 async function mail(raw: Buffer, status: "stored" | "storing" | "pending", attachments: number[] = []) {

@@ -1,8 +1,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createPrisma, type PrismaClient, poolOf } from "@mailroom/db";
+import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import S3rver from "s3rver";
 import type { S3Settings } from "./config.ts";
+import { createByteStore } from "./index.ts";
+import type { ByteStore } from "./store.ts";
 
 export type LocalS3 = { settings: S3Settings; endpoint: string; close(): Promise<void> };
 
@@ -34,6 +38,29 @@ export async function startLocalS3(bucket = "mailroom-test"): Promise<LocalS3> {
     async close() {
       await server.close();
       await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A test database, a local S3 and a byte store over both (BYTE_STORE=s3): the object-store tests' setup. */
+export type S3Fixture = { env: TestEnv; prisma: PrismaClient; s3: LocalS3; store: ByteStore; close(): Promise<void> };
+
+/** Call it in `beforeAll` (give it a long timeout: s3rver starts in a few seconds), `close` in `afterAll`. */
+export async function startS3Fixture(): Promise<S3Fixture> {
+  const env = await createTestEnv();
+  const prisma = createPrisma(env.databaseUrl);
+  const s3 = await startLocalS3();
+  const store = createByteStore({ backend: "s3", s3: s3.settings }, poolOf(prisma));
+  return {
+    env,
+    prisma,
+    s3,
+    store,
+    async close() {
+      store.close();
+      await s3.close();
+      await prisma.$disconnect();
+      await env.cleanup();
     },
   };
 }

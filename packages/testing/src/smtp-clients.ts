@@ -2,6 +2,8 @@ import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import net from "node:net";
 import type { Readable } from "node:stream";
+import nodemailer from "nodemailer";
+import type Mail from "nodemailer/lib/mailer/index.js";
 import SMTPConnection from "nodemailer/lib/smtp-connection/index.js";
 
 /** The outcome of one SMTP transaction as the client saw it. */
@@ -175,4 +177,14 @@ export function rawSession(port: number): Promise<{
     );
     socket.once("error", reject);
   });
+}
+
+/** One message to the SMTP server on 127.0.0.1:`port` through nodemailer (no TLS); rejects on a refusal. */
+export async function sendMail(port: number, mail: Mail.Options): Promise<void> {
+  const transport = nodemailer.createTransport({ host: "127.0.0.1", port, secure: false, ignoreTLS: true });
+  try {
+    await transport.sendMail(mail);
+  } finally {
+    transport.close();
+  }
 }
