@@ -149,7 +149,7 @@ SELECT (SELECT status FROM claim) AS claimed,
 
 /**
  * Stores the Email with its thread, attachment rows (bytes later: process.ts finishStoring) and
- * Deliveries, or records the duplicate, in one transaction of three round trips (storeInTransaction).
+ * Deliveries, or records the duplicate, in one transaction sent in one round trip (storeInTransaction).
  */
 export async function storeEmail(pool: pg.Pool, input: StoreInput): Promise<StoreResult> {
   const { row, email } = input;
@@ -198,27 +198,43 @@ type StoreRow = {
 };
 
 /**
- * BEGIN and the duplicate lock in one round trip (a simple query of two statements, so the key goes
- * in as a quoted literal; the same lock as before, so old and new processes exclude each other),
- * the store statement (named: parsed and planned once per connection), COMMIT. The lock serialises
- * the duplicate check for one (account, recipient, Message-ID) across workers; it must be a
- * statement of its own, before the store, so that the check sees what the lock's previous holder
- * committed (READ COMMITTED: a snapshot per statement).
+ * The transaction in ONE round trip: BEGIN, the duplicate lock, the store statement (named: parsed
+ * and planned once per connection) and COMMIT are written together on a pipelined connection
+ * (node-postgres's pipeline mode, switched on for this client while the four are in flight) and
+ * Postgres runs them one after another as it reads them. The lock serialises the duplicate check for
+ * one (account, recipient, Message-ID) across workers; it stays a statement of its own before the
+ * store, so that the store's snapshot (READ COMMITTED: one per statement, taken when it starts, after
+ * the lock was granted) sees what the lock's previous holder committed. If any of them fails, the
+ * ones after it fail too and the COMMIT ends the transaction as a ROLLBACK; the first error is thrown
+ * and the connection is not reused.
  */
 async function storeInTransaction(pool: pg.Pool, dedupeKey: string, params: unknown[]): Promise<StoreRow | undefined> {
   const client = await pool.connect();
-  try {
-    await client.query(`BEGIN; SELECT pg_advisory_xact_lock(hashtextextended(${client.escapeLiteral(dedupeKey)}, 0))`);
-    const { rows } = await client.query<StoreRow>({ name: "rule-engine-store", text: STORE_SQL, values: params });
-    await client.query("COMMIT");
-    return rows[0];
-  } catch (err) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  const pipelined = client as pg.PoolClient & { pipeline?: boolean };
+  pipelined.pipeline = true;
+  const sent = [
+    client.query("BEGIN"),
+    client.query({ name: "rule-engine-dedupe-lock", text: DEDUPE_LOCK_SQL, values: [dedupeKey] }),
+    client.query<StoreRow>({ name: "rule-engine-store", text: STORE_SQL, values: params }),
+    client.query("COMMIT"),
+  ] as const;
+  const settled = await Promise.allSettled(sent);
+  pipelined.pipeline = false;
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  client.release(failed ? (failed.reason as Error) : undefined);
+  if (failed) throw failed.reason;
+  const [, , store, commit] = settled as [
+    unknown,
+    unknown,
+    PromiseFulfilledResult<pg.QueryResult<StoreRow>>,
+    PromiseFulfilledResult<pg.QueryResult>,
+  ];
+  // A COMMIT of a transaction that failed answers ROLLBACK instead of an error.
+  if (commit.value.command !== "COMMIT") throw new Error(`store transaction ended with ${commit.value.command}`);
+  return store.value.rows[0];
 }
+
+const DEDUPE_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))";
 
 /** The `block` step: the recipient claimed as blocked and its block record, in one statement. */
 export async function recordBlock(

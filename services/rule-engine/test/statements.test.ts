@@ -16,8 +16,10 @@ const noDns = async () => {
 /**
  * Issue 13: one email used to cost ~20 SQL statements one after another, then six. The load step is
  * one statement (try counted, recipient, spool, routing, rules and, for a message up to 256 KiB, its
- * raw bytes), and the store a transaction of three round trips (BEGIN with the duplicate lock, one
- * statement, COMMIT). Counted at the driver: every query node-postgres sends, Prisma's included.
+ * raw bytes), and the store a transaction of four statements (BEGIN, the duplicate lock, one
+ * statement, COMMIT) written together on a pipelined connection: two round trips. Counted at the
+ * driver: every query node-postgres sends, Prisma's included, and whether it went out pipelined
+ * (a run of pipelined queries is one round trip).
  */
 describe("statements per email", () => {
   let p: Pipeline;
@@ -25,7 +27,9 @@ describe("statements per email", () => {
   let endpointId: string;
   let deps: ProcessDeps;
   let parser: Parser;
-  let sent: string[] = [];
+  let sent: { text: string; pipelined: boolean }[] = [];
+  /** Round trips: each query sent alone, plus one per run of pipelined queries. */
+  const roundTrips = () => sent.filter((q, i) => !q.pipelined || !sent[i - 1]?.pipelined).length;
   const query = pg.Client.prototype.query;
 
   beforeAll(async () => {
@@ -45,7 +49,10 @@ describe("statements per email", () => {
     };
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
       const q = args[0] as string | { text: string };
-      sent.push(typeof q === "string" ? q : q.text);
+      sent.push({
+        text: typeof q === "string" ? q : q.text,
+        pipelined: (this as pg.Client & { pipeline?: boolean }).pipeline === true,
+      });
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof pg.Client.prototype.query;
   });
@@ -67,13 +74,19 @@ describe("statements per email", () => {
     return rcpt.id;
   };
 
-  it("a stored email with a delivery takes four round trips, and its rows are all there", async () => {
+  it("a stored email with a delivery takes two round trips (five statements), and its rows are all there", async () => {
     const rcptId = await accept("counted");
     sent = [];
     const result = await processWithBudget(deps, rcptId);
-    const statements = sent.length;
     expect(result).toMatchObject({ outcome: "stored" });
-    expect(statements).toBe(4);
+    expect(sent.map((q) => [q.text.trim().split(/\s+/).slice(0, 2).join(" "), q.pipelined])).toEqual([
+      ["WITH try", false],
+      ["BEGIN", true],
+      ["SELECT pg_advisory_xact_lock(hashtextextended($1,", true],
+      ["WITH same", true],
+      ["COMMIT", true],
+    ]);
+    expect(roundTrips()).toBe(2);
     const email = await p.prisma.email.findFirstOrThrow({
       where: { spoolRecipientId: rcptId },
       include: { deliveries: true, thread: true, spoolRecipient: true },
@@ -89,19 +102,20 @@ describe("statements per email", () => {
     });
   });
 
-  it("a message over 256 KiB is read by the byte store after the load: one statement more, stored whole", async () => {
+  it("a message over 256 KiB is read by the byte store after the load: one round trip more, stored whole", async () => {
     const line = `${"x".repeat(998)}\r\n`;
     const body = line.repeat(300); // 300,000 bytes
     const rcptId = await accept("big one", body);
     sent = [];
     expect(await processWithBudget(deps, rcptId)).toMatchObject({ outcome: "stored" });
-    expect(sent.length).toBe(5);
+    expect(sent.length).toBe(6);
+    expect(roundTrips()).toBe(3);
     const email = await p.prisma.email.findFirstOrThrow({ where: { spoolRecipientId: rcptId } });
     expect(email.subject).toBe("big one");
     expect(email.textBody?.replace(/\r?\n/g, "")).toBe("x".repeat(998 * 300));
   });
 
-  it("a Message-ID with quotes and backslashes takes the duplicate lock as a quoted literal: stored once, then a duplicate", async () => {
+  it("a Message-ID with quotes and backslashes: stored once, then recorded as a duplicate", async () => {
     const raw =
       "From: a@sender.example\r\nTo: in@counted.example\r\nSubject: quoted id\r\n" +
       "Message-ID: <o'brien\\\\'';--\\x@client.example>\r\nDate: Sat, 21 Nov 2026 10:00:00 +0000\r\n\r\nsame body\r\n";
@@ -141,6 +155,7 @@ describe("statements per email", () => {
       sent = [];
       expect(await processWithBudget(deps, rcptId)).toEqual({ outcome: "blocked", ruleId: "rule_counted_block" });
       expect(sent.length).toBe(3);
+      expect(roundTrips()).toBe(3);
       expect(await p.prisma.blockRecord.count({ where: { ruleId: "rule_counted_block", subject: "buy now" } })).toBe(1);
       // The raw bytes are purged, and the recipient row with them (cascade).
       expect(await p.prisma.spooledMessage.count({ where: { id: spoolId } })).toBe(0);
