@@ -19,8 +19,8 @@ import {
   sparePort,
   waitFor,
 } from "@mailroom/testing";
-import globalSetup from "../packages/testing/src/global-setup.ts";
-import globalTeardown from "../packages/testing/src/global-teardown.ts";
+import globalSetup from "@mailroom/testing/global-setup";
+import globalTeardown from "@mailroom/testing/global-teardown";
 
 const attachmentMB = Number(process.argv[2] ?? 25);
 const overflowMB = Number(process.argv[3] ?? 200);

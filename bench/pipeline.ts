@@ -4,9 +4,9 @@
 import { performance } from "node:perf_hooks";
 import { startStack } from "@mailroom/stack";
 import { startReceiver, waitFor } from "@mailroom/testing";
+import globalSetup from "@mailroom/testing/global-setup";
+import globalTeardown from "@mailroom/testing/global-teardown";
 import nodemailer from "nodemailer";
-import globalSetup from "../packages/testing/src/global-setup.ts";
-import globalTeardown from "../packages/testing/src/global-teardown.ts";
 
 const total = Number(process.argv[2] ?? 300);
 const connections = Number(process.argv[3] ?? 8);

@@ -2,9 +2,9 @@
 // as the tests get) and a Redis key prefix of its own, both removed at the end.
 import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createTestEnv } from "@mailroom/testing";
+import globalSetup from "@mailroom/testing/global-setup";
+import globalTeardown from "@mailroom/testing/global-teardown";
 import pg from "pg";
-import globalSetup from "../../packages/testing/src/global-setup.ts";
-import globalTeardown from "../../packages/testing/src/global-teardown.ts";
 
 export type BenchEnv = {
   databaseUrl: string;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { migrate, migrationsDir } from "@mailroom/db";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { migrate, migrationsDir } from "../../db/src/index.ts";
 import { DEFAULT_TEST_DATABASE_URL, DEFAULT_TEST_REDIS_URL, reachable, withDatabase } from "./servers.ts";
 
 /**
