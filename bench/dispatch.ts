@@ -4,7 +4,7 @@
 // its timeout) or answers 500, to show what a bad endpoint costs the healthy one. Also the got loop at
 // the per-endpoint limit's concurrency (what one endpoint may get at once), and the CPU time per
 // delivery of the dispatcher process against the bench process's (got loop and receiver) per request.
-// Run: npm run -s bench:dispatch [-- --deliveries 1000 --rounds 3 --concurrency 16 --endpoint-concurrency 4]
+// Run: npm run -s bench:dispatch [-- --deliveries 1000 --rounds 3 --concurrency 48 --endpoint-concurrency 4]
 import { performance } from "node:perf_hooks";
 import { newId } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
@@ -18,12 +18,13 @@ import { memoryMB, startService, stopAll, treeCpuMs } from "./lib/procs.ts";
 import { footer, header, load, ratio, table } from "./lib/report.ts";
 import { copyRows, EMAIL_COLUMNS, emailRows } from "./lib/seed.ts";
 import { flags } from "./lib/stats.ts";
+import { cpuSplit, sampleCpu } from "./lib/system-cpu.ts";
 
 const BENCH = "bench:dispatch";
 const f = flags();
 const N = f.num("deliveries", 1000);
 const rounds = f.num("rounds", 3);
-const concurrency = f.num("concurrency", 16);
+const concurrency = f.num("concurrency", 48); // the dispatcher's default (DISPATCHER_CONCURRENCY)
 const endpointConcurrency = f.num("endpoint-concurrency", 4); // the dispatcher's default
 
 header(
@@ -31,9 +32,22 @@ header(
   `${N} deliveries per trial, dispatcher concurrency ${concurrency}, endpoint concurrency ${endpointConcurrency}, ${rounds} rounds`,
 );
 /** A trial's deliveries (or requests) per second, and CPU ms per delivery of the process doing them. */
-type Result = { rate: number; cpuMs: number };
+type Result = {
+  rate: number;
+  cpuMs: number;
+  /**
+   * Dispatcher trials: CPU ms per healthy delivery of the dispatcher, its Postgres backends and Redis
+   * (what a neighbour's jobs add to it is their cost, whatever else the machine runs), and the
+   * neighbour's requests that reached its receiver during the trial.
+   */
+  sysMs?: Record<string, number>;
+  neighbourRequests?: number;
+};
 
 const env = await benchEnv(BENCH);
+const database = new URL(env.databaseUrl).pathname.slice(1);
+/** The process groups (bench/lib/system-cpu.ts) that serve a delivery besides the receiver. */
+const SYSTEM = ["webhook-dispatcher", "postgres (bench database backends)", "redis-server (shared)"];
 const receivers: Receiver[] = [];
 const receiver = async () => {
   const r = await startReceiver();
@@ -42,10 +56,19 @@ const receiver = async () => {
 };
 try {
   const healthy = await receiver();
-  const bad = await receiver();
+  // One receiver per kind of neighbour: with one for both, the hanging trial's requests (open until
+  // the endpoint's 5 s timeout) still held its slots during a 500 trial right after it, whose jobs
+  // were then parked as busy instead of making their 500 attempts.
+  const hanging = await receiver();
+  const failing = await receiver();
+  hanging.respond(() => ({ status: 200, delayMs: 30_000 }));
+  failing.respond(() => ({ status: 500, body: "no" }));
   const d = await seedDomain(env.prisma, "bench-dispatch.example", { plan: "scale" });
   const goodEp = await seedEndpoint(env.prisma, d.accountId, `${healthy.url}/hook`);
-  const badEp = await seedEndpoint(env.prisma, d.accountId, `${bad.url}/hook`); // timeoutSeconds 5
+  const badEps = {
+    hang: await seedEndpoint(env.prisma, d.accountId, `${hanging.url}/hook`), // timeoutSeconds 5
+    "500": await seedEndpoint(env.prisma, d.accountId, `${failing.url}/hook`),
+  };
   const threadId = newId("thread");
   await env.pool.query(
     `INSERT INTO threads (id, "accountId", subject, "lastMessageAt") VALUES ($1, $2, 'bench', now())`,
@@ -108,20 +131,26 @@ try {
   /** The dispatcher's rate to the healthy endpoint, with `badKind` deliveries beside it (as many). */
   async function dispatcherTrial(badKind: "none" | "hang" | "500"): Promise<Result> {
     healthy.requests.length = 0;
-    bad.requests.length = 0;
-    bad.respond(() => (badKind === "hang" ? { status: 200, delayMs: 30_000 } : { status: 500, body: "no" }));
+    hanging.requests.length = 0;
+    failing.requests.length = 0;
     const good = await deliveries(N, goodEp);
-    const other = badKind === "none" ? [] : await deliveries(N, badEp);
+    const other = badKind === "none" ? [] : await deliveries(N, badEps[badKind]);
     // Interleaved, as mail for both endpoints would arrive.
     const cpu0 = treeCpuMs(dispatcher.pid);
+    const sys0 = sampleCpu(process.pid, ["webhook-dispatcher"], database);
     await enqueue(good.flatMap((id, k) => (other[k] ? [id, other[k] as string] : [id])));
     await waitFor(healthy, N);
     // Beside a bad endpoint the process also works on its deliveries: CPU per delivery only alone.
     const cpuMs = (treeCpuMs(dispatcher.pid) - cpu0) / N;
+    const split = cpuSplit(sys0, sampleCpu(process.pid, ["webhook-dispatcher"], database));
+    const sysMs = Object.fromEntries(SYSTEM.map((g) => [g, (split.get(g) ?? 0) / N]));
+    const neighbourRequests = hanging.requests.length + failing.requests.length;
     const rate = rateOf(healthy);
     // Retire the bad endpoint's deliveries so that their retries do not run into later trials.
-    if (other.length) await env.pool.query(`UPDATE deliveries SET status = 'dead' WHERE "endpointId" = $1`, [badEp]);
-    return { rate, cpuMs };
+    if (badKind !== "none") {
+      await env.pool.query(`UPDATE deliveries SET status = 'dead' WHERE "endpointId" = $1`, [badEps[badKind]]);
+    }
+    return { rate, cpuMs, sysMs, neighbourRequests };
   }
 
   /** The floor: got POSTing a real webhook body as often, at `parallel` concurrency. */
@@ -163,6 +192,11 @@ try {
   );
   const med = (name: string) => medianOf(results.get(name), (r) => r.rate);
   const cpu = (name: string) => medianOf(results.get(name), (r) => r.cpuMs).toFixed(2);
+  const sys = (name: string, g?: string) =>
+    medianOf(results.get(name), (r) =>
+      g ? (r.sysMs?.[g] ?? Number.NaN) : SYSTEM.reduce((sum, k) => sum + (r.sysMs?.[k] ?? Number.NaN), 0),
+    );
+  const sent = (name: string) => medianOf(results.get(name), (r) => r.neighbourRequests ?? Number.NaN);
   const alone = med("dispatcher");
   const floor = med("got loop");
   const atLimit = med("got loop at the endpoint limit");
@@ -184,6 +218,19 @@ try {
         return [`dispatcher + ${k} endpoint`, r, ratio(r, floor), `${(100 * (1 - r / alone)).toFixed(1)} %`, "–"];
       }),
     ],
+  );
+  // On a busy machine the rates above move by 2× from round to round; the CPU a neighbour's jobs add
+  // per healthy delivery does not, and on a saturated machine it is what the healthy endpoint loses.
+  console.log(`\nCPU ms per healthy delivery, dispatcher + its Postgres backends + Redis (${SYSTEM.join(", ")})`);
+  table(
+    ["run", "CPU ms per healthy delivery", "÷ alone", "dispatcher · Postgres · Redis", "neighbour's requests received"],
+    ["dispatcher", "dispatcher + hanging endpoint", "dispatcher + 500 endpoint"].map((name) => [
+      name,
+      sys(name).toFixed(2),
+      ratio(sys(name), sys("dispatcher")),
+      SYSTEM.map((g) => sys(name, g).toFixed(2)).join(" · "),
+      name === "dispatcher" ? "–" : `${sent(name)} of ${N}`,
+    ]),
   );
   const m = memoryMB(dispatcher.pid);
   console.log(`\nwebhook-dispatcher memory: peak ${m.peak.toFixed(0)} MB, now ${m.now.toFixed(0)} MB`);
