@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import pg from "pg";
 import { simpleMessage } from "../../smtp-ingest/test/clients.ts";
@@ -7,6 +8,7 @@ import { processWithBudget } from "../src/attempts.ts";
 import { createParser, type Parser } from "../src/parse.ts";
 import type { ProcessDeps } from "../src/process.ts";
 import { createShield } from "../src/shield.ts";
+import { storeEmail } from "../src/store.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
 const noDns = async () => {
@@ -135,6 +137,60 @@ describe("statements per email", () => {
     });
     const email = await p.prisma.email.findFirstOrThrow({ where: { spoolRecipientId: ids[0]! } });
     expect(email.messageId).toBe("<o'brien\\\\'';--\\x@client.example>");
+  });
+
+  it("a store that fails inside the pipelined transaction writes nothing, and the pool goes on working", async () => {
+    const rcptId = await accept("rolled back");
+    const rcpt = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId }, include: { spool: true } });
+    const input = {
+      row: {
+        // No such account: the claim of the recipient and the thread insert run first, then the
+        // foreign keys fail at the end of the statement, after the lock and before the COMMIT.
+        accountId: "acc_not_there",
+        domainId: null,
+        addressId: null,
+        recipient: rcpt.recipient,
+        plusTag: null,
+        spamVerdict: "GRAY",
+        spamScore: null,
+        spfVerdict: "GRAY",
+        dkimVerdict: "GRAY",
+        dmarcVerdict: "GRAY",
+        shieldRuleId: null,
+        shieldAction: null,
+        contentHash: "0".repeat(64),
+        sanitized: [],
+        spoolId: rcpt.spoolId,
+        spoolRecipientId: rcptId,
+        receivedAt: rcpt.spool.receivedAt,
+      },
+      email: {
+        messageId: "<rolled-back@client.example>",
+        messageIdPresent: true,
+        inReplyTo: null,
+        references: [],
+        fromAddress: "a@sender.example",
+        fromName: null,
+        toAddresses: ["in@counted.example"],
+        ccAddresses: [],
+        replyTo: [],
+        subject: "rolled back",
+        textBody: "x",
+        strippedText: "x",
+        htmlBody: "",
+        headers: [],
+        attachments: [],
+      },
+      endpointIds: [endpointId],
+      duplicateSince: new Date(0),
+    };
+    await expect(storeEmail(poolOf(p.prisma), input)).rejects.toMatchObject({ code: "23503" });
+    expect((await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } })).status).toBe("pending");
+    expect(await p.prisma.thread.count({ where: { accountId: "acc_not_there" } })).toBe(0);
+    expect(await p.prisma.email.count({ where: { spoolRecipientId: rcptId } })).toBe(0);
+    // The same recipient, processed for real on the same pool afterwards: stored once.
+    expect(await processWithBudget(deps, rcptId)).toMatchObject({ outcome: "stored" });
+    expect(await p.prisma.email.count({ where: { spoolRecipientId: rcptId } })).toBe(1);
   });
 
   it("a block rule: the load (raw bytes included), one statement for the block record and one for the purge", async () => {
