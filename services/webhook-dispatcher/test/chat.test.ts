@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
 import {
-  type Harness,
-  queueFirstAttempt,
+  type Receiver,
   type Seeded,
-  seedAccount,
   seedDelivery,
+  seedDomain,
   seedEndpoint,
-  startHarness,
-} from "./fixtures.ts";
+  startReceiver,
+  waitFor,
+} from "@mailroom/testing";
+import { files, type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
 
 /**
  * Slack and Discord endpoints get a chat message, unsigned, within each platform's documented
@@ -21,7 +21,7 @@ let s: Seeded;
 
 beforeAll(async () => {
   [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
   h.dispatcher();
 });
 afterAll(async () => {
@@ -37,12 +37,12 @@ const huge = {
   subject: `Quarterly <!channel> report @everyone ${"😀 Ünïcödé ".repeat(400)}`,
   textBody: `Hello <@U123> & @here,\n${"All work and no play makes Jack a dull boy. 👨‍👩‍👧‍👦 ".repeat(2_000)}`,
   fromAddress: `${"a".repeat(300)}@sender.example`,
-  attachments: 30,
+  attachments: files(30),
 };
 
 async function deliverTo(type: "slack" | "discord", email: Parameters<typeof seedDelivery>[3], respond?: number[]) {
   if (respond) receiver.respond((_r, i) => ({ status: respond[i] ?? 200 }));
-  const ep = await seedEndpoint(h.prisma, s, { url: `${receiver.url}/${type}`, type, maxAttempts: 3 });
+  const ep = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}/${type}`, { type, maxAttempts: 3 });
   const d = await seedDelivery(h.prisma, s, ep, email);
   await queueFirstAttempt(h.queue, d.id);
   const done = await waitFor(
@@ -131,7 +131,7 @@ describe("Discord", () => {
   });
 
   it("a small email keeps its text whole", async () => {
-    const { requests } = await deliverTo("discord", { subject: "Hi", textBody: "Short body.", attachments: 1 });
+    const { requests } = await deliverTo("discord", { subject: "Hi", textBody: "Short body.", attachments: files(1) });
     const e = JSON.parse(requests[0]!.body.toString()).embeds[0];
     expect(e.title).toBe("Hi");
     expect(e.description).toBe("Short body.");

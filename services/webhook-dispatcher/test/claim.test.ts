@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type AttemptRecord, claimDeliveries, claimDelivery, recordAttempts } from "@mailroom/deliveries";
-import { type Harness, type Seeded, seedAccount, seedDelivery, seedEndpoint, startHarness } from "./fixtures.ts";
+import { type Seeded, seedDelivery, seedDomain, seedEndpoint } from "@mailroom/testing";
+import { type Harness, startHarness } from "./fixtures.ts";
 
 let h: Harness;
 let s: Seeded;
 beforeAll(async () => {
   h = await startHarness();
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
 });
 afterAll(() => h.close());
 
@@ -17,7 +18,7 @@ const claim = (id: string, busyEndpoints: string[] = []) => {
 
 describe("claiming an attempt", () => {
   it("takes a lease of the endpoint timeout + margin; a second claim of the same attempt gets nothing", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: "http://127.0.0.1:9/hook", timeoutSeconds: 7 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, "http://127.0.0.1:9/hook", { timeoutSeconds: 7 });
     const d = await seedDelivery(h.prisma, s, ep);
     const seeded = await h.prisma.delivery.findUniqueOrThrow({ where: { id: d.id } });
     const before = Date.now();
@@ -30,30 +31,30 @@ describe("claiming an attempt", () => {
   });
 
   it("for an endpoint with no slot free here: says busy, with the endpoint, and leaves the row as it was", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: "http://127.0.0.1:9/hook" });
+    const ep = await seedEndpoint(h.prisma, s.accountId, "http://127.0.0.1:9/hook");
     const d = await seedDelivery(h.prisma, s, ep);
     const row = await h.prisma.delivery.findUniqueOrThrow({ where: { id: d.id } });
-    const busy = await claim(d.id, ["ep_other", ep.id]);
-    expect(busy).toMatchObject({ busy: true, endpointId: ep.id });
+    const busy = await claim(d.id, ["ep_other", ep]);
+    expect(busy).toMatchObject({ busy: true, endpointId: ep });
     expect(await h.prisma.delivery.findUniqueOrThrow({ where: { id: d.id } })).toEqual(row);
     // Once the endpoint has room, the same attempt is claimed.
     expect((await claim(d.id))?.busy).toBe(false);
   });
 
   it("for a busy endpoint: answers without waiting for a row lock another transaction holds", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: "http://127.0.0.1:9/hook" });
+    const ep = await seedEndpoint(h.prisma, s.accountId, "http://127.0.0.1:9/hook");
     const d = await seedDelivery(h.prisma, s, ep);
     // A claimer (or the API) holds the row: a busy answer needs no lock, so it does not queue behind
     // it (it took FOR UPDATE before, and here would wait for this transaction, which waits for it).
     const busy = await h.prisma.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT "id" FROM "deliveries" WHERE "id" = ${d.id} FOR UPDATE`;
-      return claim(d.id, [ep.id]);
+      return claim(d.id, [ep]);
     });
-    expect(busy).toMatchObject({ busy: true, endpointId: ep.id });
+    expect(busy).toMatchObject({ busy: true, endpointId: ep });
   });
 
   it("claims many in one statement, each on its own conditions; a repeated id is claimed for one caller only", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: "http://127.0.0.1:9/hook" });
+    const ep = await seedEndpoint(h.prisma, s.accountId, "http://127.0.0.1:9/hook");
     const [a, b, c] = [
       await seedDelivery(h.prisma, s, ep),
       await seedDelivery(h.prisma, s, ep),
@@ -82,7 +83,7 @@ describe("claiming an attempt", () => {
 
 describe("recording attempts", () => {
   it("records many in one statement, each only if its delivery is still at the claimed count", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: "http://127.0.0.1:9/hook" });
+    const ep = await seedEndpoint(h.prisma, s.accountId, "http://127.0.0.1:9/hook");
     const [a, b] = [await seedDelivery(h.prisma, s, ep), await seedDelivery(h.prisma, s, ep)];
     const t = new Date();
     const rec = (deliveryId: string, previousCount: number, status: string): AttemptRecord => ({

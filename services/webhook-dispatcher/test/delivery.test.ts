@@ -1,18 +1,17 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { sweepOverdueDeliveries } from "@mailroom/deliveries";
-import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
 import {
-  closedPort,
-  type Harness,
-  logger,
-  queueFirstAttempt,
+  type Receiver,
   type Seeded,
-  seedAccount,
   seedDelivery,
+  seedDomain,
   seedEndpoint,
-  startHarness,
-} from "./fixtures.ts";
+  startReceiver,
+  TEST_ENDPOINT_SECRET,
+  waitFor,
+} from "@mailroom/testing";
+import { closedPort, files, type Harness, logger, queueFirstAttempt, startHarness } from "./fixtures.ts";
 
 /**
  * Spec §3 "Delivery" transitions and §6 rules, each against a real HTTP receiver, through the real
@@ -27,7 +26,7 @@ let s: Seeded;
 
 beforeAll(async () => {
   [h, receiver, other] = await Promise.all([startHarness(), startReceiver(), startReceiver()]);
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
   h.dispatcher();
 });
 afterAll(async () => {
@@ -64,8 +63,8 @@ function verify(secret: string, header: string, body: Buffer): boolean {
 
 describe("attempt outcomes (spec §3 Delivery)", () => {
   it("2xx → delivered after one attempt, signed, with the delivery headers and custom headers", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: `${receiver.url}/hook`, headers: { "X-Token": "t1" } });
-    const d = await seedDelivery(h.prisma, s, ep, { attachments: 1 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}/hook`, { headers: { "X-Token": "t1" } });
+    const d = await seedDelivery(h.prisma, s, ep, { subject: "Hello", attachments: files(1) });
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
     expect(done).toMatchObject({ status: "delivered", attemptCount: 1, lastStatusCode: 200, lastError: null });
@@ -86,10 +85,10 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
     const sig = String(req.headers["x-service-signature"]);
     expect(req.headers["x-inbound-signature"]).toBe(sig);
     expect(sig).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
-    expect(verify(ep.secret, sig, req.body)).toBe(true);
+    expect(verify(TEST_ENDPOINT_SECRET, sig, req.body)).toBe(true);
     expect(verify("whsec_wrong", sig, req.body)).toBe(false);
     const payload = JSON.parse(req.body.toString());
-    expect(payload).toMatchObject({ id: d.id, type: "email.received", data: { endpointId: ep.id } });
+    expect(payload).toMatchObject({ id: d.id, type: "email.received", data: { endpointId: ep } });
     expect(payload.data.email).toMatchObject({
       id: d.emailId,
       subject: "Hello",
@@ -99,7 +98,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
 
   it("500 then 2xx → retrying, then delivered; one delivery id on both attempts", async () => {
     receiver.respond((_req, i) => (i === 0 ? { status: 500, body: "boom" } : { status: 204 }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -114,12 +113,12 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
     expect(receiver.requests.map((r) => r.headers["x-service-delivery-id"])).toEqual([d.id, d.id]);
     // Each attempt is signed afresh over its own body; both verify.
     for (const r of receiver.requests)
-      expect(verify(ep.secret, String(r.headers["x-service-signature"]), r.body)).toBe(true);
+      expect(verify(TEST_ENDPOINT_SECRET, String(r.headers["x-service-signature"]), r.body)).toBe(true);
   });
 
   it("a response body with a NUL byte is recorded (NUL as U+FFFD), so the delivery is not POSTed again", async () => {
     receiver.respond(() => ({ status: 200, body: "ok\u0000done" }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -130,7 +129,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
 
   it("timeout → failed attempt with error 'timeout'; maxAttempts 1 → dead", async () => {
     receiver.respond(() => ({ status: 200, delayMs: 2_500 }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, timeoutSeconds: 1, maxAttempts: 1 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { timeoutSeconds: 1, maxAttempts: 1 });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -140,7 +139,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
   });
 
   it("connection refused → failed attempt 'unreachable: ECONNREFUSED', retried, then dead", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: `http://127.0.0.1:${await closedPort()}/`, maxAttempts: 2 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, `http://127.0.0.1:${await closedPort()}/`, { maxAttempts: 2 });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -150,7 +149,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
 
   it("301 is a failed attempt and is never followed", async () => {
     receiver.respond(() => ({ status: 301, headers: { location: `${other.url}/elsewhere` }, body: "moved" }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, maxAttempts: 2 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { maxAttempts: 2 });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -162,7 +161,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
 
   it("every failure until maxAttempts → dead, retries spaced by the backoff schedule", async () => {
     receiver.respond(() => ({ status: 503, body: "busy" }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, maxAttempts: 4 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { maxAttempts: 4 });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -181,7 +180,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
 
   it("410 Gone is retried like any non-2xx until maxAttempts, each attempt noted 'gone'", async () => {
     receiver.respond(() => ({ status: 410, body: "gone" }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, maxAttempts: 3 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { maxAttempts: 3 });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -197,7 +196,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
   it("a 410 followed by 2xx is delivered (the receiver came back)", async () => {
     let n = 0;
     receiver.respond(() => (++n === 1 ? { status: 410, body: "gone" } : { status: 200, body: "ok" }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, maxAttempts: 5 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { maxAttempts: 5 });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     const done = await settled(d.id);
@@ -206,7 +205,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
   });
 
   it("a job for an attempt already made (sweeper or duplicate) sends nothing", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     await settled(d.id);
@@ -221,8 +220,7 @@ describe("attempt outcomes (spec §3 Delivery)", () => {
 
 describe("secret rotation", () => {
   it("signs with both secrets while the previous one is valid, and with one after it expires", async () => {
-    const ep = await seedEndpoint(h.prisma, s, {
-      url: receiver.url,
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, {
       secret: "whsec_new",
       previousSecret: "whsec_old",
       previousSecretExpiresAt: new Date(Date.now() + 3_600_000),
@@ -237,7 +235,7 @@ describe("secret rotation", () => {
     expect(verify("whsec_old", sig1, r1.body)).toBe(true);
 
     await h.prisma.endpoint.update({
-      where: { id: ep.id },
+      where: { id: ep },
       data: { previousSecretExpiresAt: new Date(Date.now() - 1) },
     });
     const d2 = await seedDelivery(h.prisma, s, ep);
@@ -253,7 +251,7 @@ describe("secret rotation", () => {
 
 describe("inactive endpoints", () => {
   it("receive nothing; their deliveries wait and go out once the endpoint is active again", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, active: false });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { active: false });
     const d = await seedDelivery(h.prisma, s, ep);
     await queueFirstAttempt(h.queue, d.id);
     await waitFor(async () => !(await h.queue.getJob(`${d.id}.1`)), { what: "job consumed" });
@@ -266,7 +264,7 @@ describe("inactive endpoints", () => {
     expect(receiver.requests).toHaveLength(0);
 
     // …and queues it once the endpoint is active again.
-    await h.prisma.endpoint.update({ where: { id: ep.id }, data: { active: true } });
+    await h.prisma.endpoint.update({ where: { id: ep }, data: { active: true } });
     expect(await dispatcherSweep(0)).toBe(1);
     expect(await settled(d.id)).toMatchObject({ status: "delivered", attemptCount: 1 });
     expect(receiver.requests).toHaveLength(1);

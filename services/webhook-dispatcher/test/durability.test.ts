@@ -4,6 +4,10 @@ import { createQueue, createRedis } from "@mailroom/queues";
 import {
   type PgProxy,
   type Receiver,
+  type Seeded,
+  seedDelivery,
+  seedDomain,
+  seedEndpoint,
   startPgProxy,
   startReceiver,
   startThrowawayRedis,
@@ -11,17 +15,7 @@ import {
 } from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { startDispatcher } from "../src/worker.ts";
-import {
-  type Harness,
-  logger,
-  queueFirstAttempt,
-  type Seeded,
-  seedAccount,
-  seedDelivery,
-  seedEndpoint,
-  startHarness,
-  startHoldingServer,
-} from "./fixtures.ts";
+import { type Harness, logger, queueFirstAttempt, startHarness, startHoldingServer } from "./fixtures.ts";
 
 /**
  * No delivery is POSTed twice for one failure of ours: not when Redis loses the job of an attempt
@@ -33,7 +27,7 @@ let s: Seeded;
 
 beforeAll(async () => {
   [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
 });
 afterAll(async () => {
   await h?.close();
@@ -73,7 +67,7 @@ describe("an attempt in flight when Redis restarts empty", () => {
       sweepGraceMs: 0,
     });
     try {
-      const ep = await seedEndpoint(h.prisma, s, { url: slow.url, timeoutSeconds: 20 });
+      const ep = await seedEndpoint(h.prisma, s.accountId, slow.url, { timeoutSeconds: 20 });
       const d = await seedDelivery(h.prisma, s, ep);
       await queueFirstAttempt(queue, d.id);
       await waitFor(async () => slow.held === 1, { what: "the attempt in flight" });
@@ -105,7 +99,7 @@ describe("an attempt in flight when Redis restarts empty", () => {
   it("a claimed attempt whose worker died is made once its lease runs out", async () => {
     receiver.requests.length = 0;
     receiver.respond(() => ({ status: 200 }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, timeoutSeconds: 1 });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { timeoutSeconds: 1 });
     const d = await seedDelivery(h.prisma, s, ep);
     // What a worker killed mid-request leaves: the claim (a lease in the near future), no attempt row.
     const lease = new Date(Date.now() + 1_500);
@@ -141,7 +135,7 @@ describe("Postgres unreachable between the POST and its record", () => {
 
   it("the attempt is recorded once Postgres is back, and the endpoint got one request", async () => {
     receiver.requests.length = 0;
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
     const d = await seedDelivery(h.prisma, s, ep);
     // The receiver takes the request down with it: Postgres goes away while the response is on its way.
     receiver.respond((_r, i) => {

@@ -1,7 +1,7 @@
 import { promises as dns } from "node:dns";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
+import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createConnectionPool } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
@@ -75,120 +75,13 @@ export async function startHarness(): Promise<Harness> {
   };
 }
 
-export type Seeded = { accountId: string; domainId: string };
-
-export async function seedAccount(prisma: PrismaClient): Promise<Seeded> {
-  const accountId = newId("account");
-  await prisma.account.create({ data: { id: accountId, name: "test" } });
-  const domainId = newId("domain");
-  await prisma.domain.create({
-    data: {
-      id: domainId,
-      accountId,
-      domain: `${domainId.toLowerCase().replace(/_/g, "-")}.example`,
-      status: "verified",
-      dkimTokens: [],
-      dnsRecords: [],
-    },
-  });
-  return { accountId, domainId };
-}
-
-export type EndpointInput = {
-  url: string;
-  type?: "webhook" | "slack" | "discord";
-  timeoutSeconds?: number;
-  maxAttempts?: number;
-  headers?: Record<string, string>;
-  active?: boolean;
-  secret?: string;
-  previousSecret?: string | null;
-  previousSecretExpiresAt?: Date | null;
-};
-
-export async function seedEndpoint(prisma: PrismaClient, s: Seeded, input: EndpointInput) {
-  return prisma.endpoint.create({
-    data: {
-      id: newId("endpoint"),
-      accountId: s.accountId,
-      name: "test",
-      type: input.type ?? "webhook",
-      url: input.url,
-      headers: input.headers ?? {},
-      timeoutSeconds: input.timeoutSeconds ?? 5,
-      maxAttempts: input.maxAttempts ?? 5,
-      active: input.active ?? true,
-      secret: input.secret ?? `whsec_${newId("endpoint")}`,
-      previousSecret: input.previousSecret ?? null,
-      previousSecretExpiresAt: input.previousSecretExpiresAt ?? null,
-    },
-  });
-}
-
-export type EmailInput = { subject?: string; textBody?: string; fromAddress?: string; attachments?: number };
-
-/** An email as the rule engine stores it, and its pending Delivery to `endpointId` (not queued). */
-export async function seedDelivery(
-  prisma: PrismaClient,
-  s: Seeded,
-  endpoint: { id: string; maxAttempts: number },
-  email: EmailInput = {},
-) {
-  const threadId = newId("thread");
-  const emailId = newId("email");
-  const now = new Date();
-  await prisma.thread.create({ data: { id: threadId, accountId: s.accountId, subject: "t", lastMessageAt: now } });
-  await prisma.email.create({
-    data: {
-      id: emailId,
-      accountId: s.accountId,
-      domainId: s.domainId,
-      threadId,
-      direction: "inbound",
-      messageId: `<${emailId}@sender.example>`,
-      fromAddress: email.fromAddress ?? "alice@sender.example",
-      toAddresses: ["support@acme.example"],
-      ccAddresses: [],
-      replyTo: [],
-      references: [],
-      subject: email.subject ?? "Hello",
-      textBody: email.textBody ?? "Hi there.\n",
-      htmlBody: "",
-      recipient: "support@acme.example",
-      spamVerdict: "PASS",
-      spfVerdict: "PASS",
-      dkimVerdict: "PASS",
-      dmarcVerdict: "PASS",
-      contentHash: emailId,
-      receivedAt: now,
-    },
-  });
-  for (let i = 0; i < (email.attachments ?? 0); i++) {
-    await prisma.attachment.create({
-      data: {
-        id: newId("attachment"),
-        emailId,
-        index: i,
-        filename: `file-${i}.txt`,
-        contentType: "text/plain",
-        size: 3,
-        checksum: "x",
-        content: new Uint8Array([97, 98, 99]),
-        stored: true,
-      },
-    });
-  }
-  return prisma.delivery.create({
-    data: {
-      id: newId("delivery"),
-      accountId: s.accountId,
-      emailId,
-      endpointId: endpoint.id,
-      maxAttempts: endpoint.maxAttempts,
-      nextAttemptAt: now,
-    },
-  });
-}
+/** `n` small text attachments (file-0.txt, file-1.txt, …), stored in their rows, for seedDelivery. */
+export const files = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    filename: `file-${i}.txt`,
+    contentType: "text/plain",
+    content: Buffer.from("abc"),
+  }));
 
 /** What the rule engine does after storing: queue attempt 1. */
 export const queueFirstAttempt = (queue: TypedQueue<"delivery">, deliveryId: string) =>

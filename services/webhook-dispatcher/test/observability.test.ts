@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { createDeliveryMetrics, Registry } from "@mailroom/observability";
-import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
-import pino from "pino";
 import {
-  type Harness,
-  queueFirstAttempt,
+  type Receiver,
   type Seeded,
-  seedAccount,
   seedDelivery,
+  seedDomain,
   seedEndpoint,
-  startHarness,
-} from "./fixtures.ts";
+  startReceiver,
+  waitFor,
+} from "@mailroom/testing";
+import pino from "pino";
+import { type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
 
 /**
  * Issue 16 item 4: a delivery that goes dead is logged at `warn` (someone has to look at it, maybe
@@ -24,7 +24,7 @@ const registry = new Registry();
 
 beforeAll(async () => {
   [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
   const logger = pino({ level: "info" }, { write: (line: string) => raw.push(line) });
   h.dispatcher({ logger, metrics: createDeliveryMetrics(registry) });
 });
@@ -48,8 +48,8 @@ const counted = async (outcome: string) =>
 
 it("a dead delivery is a warn line and a counted dead attempt; a delivered one an info line", async () => {
   receiver.respond((req) => (req.path === "/down" ? { status: 500 } : { status: 200 }));
-  const down = await seedEndpoint(h.prisma, s, { url: `${receiver.url}/down`, maxAttempts: 1 });
-  const up = await seedEndpoint(h.prisma, s, { url: `${receiver.url}/up` });
+  const down = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}/down`, { maxAttempts: 1 });
+  const up = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}/up`);
   const dead = await seedDelivery(h.prisma, s, down);
   const ok = await seedDelivery(h.prisma, s, up);
   await Promise.all([queueFirstAttempt(h.queue, dead.id), queueFirstAttempt(h.queue, ok.id)]);

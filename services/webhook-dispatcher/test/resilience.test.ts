@@ -1,19 +1,18 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { createQueue, createRedis, createWorker, UnrecoverableError } from "@mailroom/queues";
-import { type Receiver, startReceiver, startThrowawayRedis, waitFor } from "@mailroom/testing";
+import {
+  type Receiver,
+  type Seeded,
+  seedDelivery,
+  seedDomain,
+  seedEndpoint,
+  startReceiver,
+  startThrowawayRedis,
+  waitFor,
+} from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { startDispatcher } from "../src/worker.ts";
-import {
-  type Harness,
-  logger,
-  queueFirstAttempt,
-  type Seeded,
-  seedAccount,
-  seedDelivery,
-  seedEndpoint,
-  startHarness,
-  startHoldingServer,
-} from "./fixtures.ts";
+import { type Harness, logger, queueFirstAttempt, startHarness, startHoldingServer } from "./fixtures.ts";
 
 /**
  * The schedule lives in the Delivery row: restarts of the dispatcher and of Redis (losing every
@@ -25,7 +24,7 @@ let s: Seeded;
 
 beforeAll(async () => {
   [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
 });
 afterAll(async () => {
   await h?.close();
@@ -50,7 +49,7 @@ const reached = (id: string, status: string, attemptCount: number) =>
 describe("restarts", () => {
   it("a dispatcher restarted mid-backoff makes the next attempt on schedule, once", async () => {
     receiver.respond((_r, i) => (i === 0 ? { status: 500 } : { status: 200 }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
     const d = await seedDelivery(h.prisma, s, ep);
     // Unit 1 s: attempt 2 is due 1 s after attempt 1, long after this dispatcher is gone.
     const first = h.dispatcher({ backoffUnitMs: 1_000 });
@@ -89,7 +88,7 @@ describe("restarts", () => {
       });
     try {
       receiver.respond((_r, i) => (i === 0 ? { status: 502 } : { status: 200 }));
-      const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+      const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
       const d = await seedDelivery(h.prisma, s, ep);
       const first = start();
       await queue.add("delivery", { deliveryId: d.id }, { jobId: `${d.id}.1` });
@@ -117,7 +116,7 @@ describe("restarts", () => {
 
   it("a job BullMQ gave up on (our own failure) is retried by the sweeper", async () => {
     receiver.respond(() => ({ status: 200 }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
     const d = await seedDelivery(h.prisma, s, ep);
     // A worker that fails every job for good, as a dispatcher would with the database gone.
     const broken = createWorker(
@@ -143,7 +142,7 @@ describe("restarts", () => {
 describe("fresh budget after a manual retry", () => {
   it("restarts the backoff at 1 unit, whatever the attempt number", async () => {
     receiver.respond((_r, i) => (i === 0 ? { status: 500 } : { status: 200 }));
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
     const d = await seedDelivery(h.prisma, s, ep);
     // As POST /deliveries/{id}/retry leaves it: 4 attempts made, budget of 5 more from there.
     await h.prisma.delivery.update({ where: { id: d.id }, data: { attemptCount: 4, attemptBase: 4, maxAttempts: 9 } });
@@ -162,8 +161,8 @@ describe("per-endpoint concurrency", () => {
   it("a slow endpoint holds at most its limit of slots; another endpoint is still served", async () => {
     const slow = await startHoldingServer();
     try {
-      const slowEp = await seedEndpoint(h.prisma, s, { url: slow.url, timeoutSeconds: 30 });
-      const fastEp = await seedEndpoint(h.prisma, s, { url: receiver.url });
+      const slowEp = await seedEndpoint(h.prisma, s.accountId, slow.url, { timeoutSeconds: 30 });
+      const fastEp = await seedEndpoint(h.prisma, s.accountId, receiver.url);
       const slowDeliveries = [];
       for (let i = 0; i < 6; i++) slowDeliveries.push(await seedDelivery(h.prisma, s, slowEp));
       const fast = await seedDelivery(h.prisma, s, fastEp);

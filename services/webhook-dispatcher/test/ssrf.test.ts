@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type DnsServer, type Receiver, startDnsServer, startReceiver, waitFor } from "@mailroom/testing";
 import {
-  type Harness,
-  queueFirstAttempt,
+  type DnsServer,
+  type Receiver,
   type Seeded,
-  seedAccount,
   seedDelivery,
+  seedDomain,
   seedEndpoint,
-  startHarness,
-} from "./fixtures.ts";
+  startDnsServer,
+  startReceiver,
+  waitFor,
+} from "@mailroom/testing";
+import { type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
 
 /**
  * The SSRF guard at delivery time (ALLOW_PRIVATE_DESTINATIONS off): endpoint rows are written
@@ -37,7 +39,7 @@ beforeAll(async () => {
     }),
   ]);
   h.resolver.setServers([dns.server]);
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
   port = new URL(receiver.url).port;
 });
 afterAll(async () => {
@@ -46,7 +48,7 @@ afterAll(async () => {
 });
 
 async function deliverOnce(url: string) {
-  const ep = await seedEndpoint(h.prisma, s, { url, maxAttempts: 1 });
+  const ep = await seedEndpoint(h.prisma, s.accountId, url, { maxAttempts: 1 });
   const d = await seedDelivery(h.prisma, s, ep);
   await queueFirstAttempt(h.queue, d.id);
   return waitFor(
@@ -108,8 +110,7 @@ describe("delivery-time SSRF guard", () => {
     const guarded = h.dispatcher({ allowPrivate: false });
     try {
       for (const type of ["slack", "discord"] as const) {
-        const ep = await seedEndpoint(h.prisma, s, {
-          url: `http://internal.test:${port}/${type}`,
+        const ep = await seedEndpoint(h.prisma, s.accountId, `http://internal.test:${port}/${type}`, {
           type,
           maxAttempts: 1,
         });
@@ -142,7 +143,7 @@ describe("delivery-time SSRF guard", () => {
         headers: { location: r.path === "/to-metadata" ? "http://169.254.169.254/latest/meta-data/" : other.url },
       }));
       for (const path of ["/to-metadata", "/to-other"]) {
-        const ep = await seedEndpoint(h.prisma, s, { url: `${receiver.url}${path}`, maxAttempts: 1 });
+        const ep = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}${path}`, { maxAttempts: 1 });
         const d = await seedDelivery(h.prisma, s, ep);
         await queueFirstAttempt(h.queue, d.id);
         const done = await waitFor(

@@ -1,21 +1,22 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { emailReceivedEventSchema } from "@mailroom/core";
 import { randomBase62 } from "@mailroom/db";
-import { type ReceivedRequest, type Receiver, startReceiver, waitFor } from "@mailroom/testing";
+import {
+  type ReceivedRequest,
+  type Receiver,
+  type Seeded,
+  seedDelivery,
+  seedDomain,
+  seedEndpoint,
+  startReceiver,
+  waitFor,
+} from "@mailroom/testing";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import Stripe from "stripe";
 import { z } from "zod";
-import {
-  type Harness,
-  queueFirstAttempt,
-  type Seeded,
-  seedAccount,
-  seedDelivery,
-  seedEndpoint,
-  startHarness,
-} from "./fixtures.ts";
+import { files, type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
 
 /**
  * Real deliveries, verified by third-party libraries rather than by our own code: the
@@ -33,7 +34,7 @@ const newSecret = () => `whsec_${randomBase62(40)}`;
 
 beforeAll(async () => {
   [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedAccount(h.prisma);
+  s = await seedDomain(h.prisma, "acme.example");
   h.dispatcher();
 });
 afterAll(async () => {
@@ -45,8 +46,8 @@ beforeEach(() => {
   receiver.respond(() => ({ status: 200, body: "ok" }));
 });
 
-async function deliverOne(endpoint: { id: string; maxAttempts: number }): Promise<ReceivedRequest> {
-  const d = await seedDelivery(h.prisma, s, endpoint, { attachments: 1 });
+async function deliverOne(endpoint: string): Promise<ReceivedRequest> {
+  const d = await seedDelivery(h.prisma, s, endpoint, { attachments: files(1) });
   await queueFirstAttempt(h.queue, d.id);
   return waitFor(async () => receiver.requests.find((r) => r.headers["webhook-id"] === d.id) ?? null, {
     what: `delivery ${d.id} received`,
@@ -79,7 +80,7 @@ function stripeVerifies(secret: string, r: ReceivedRequest): boolean {
 describe("a real delivery", () => {
   it("carries the Standard Webhooks headers; standardwebhooks and Stripe's constructEvent verify it", async () => {
     const secret = newSecret();
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, secret });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { secret });
     const r = await deliverOne(ep);
     const body = JSON.parse(r.body.toString("utf8"));
     expect(r.headers["webhook-id"]).toBe(body.id);
@@ -99,7 +100,7 @@ describe("a real delivery", () => {
   });
 
   it("matches the published payload schema (the JSON Schema of OpenAPI `webhooks.email.received`)", async () => {
-    const ep = await seedEndpoint(h.prisma, s, { url: receiver.url, secret: newSecret() });
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { secret: newSecret() });
     const r = await deliverOne(ep);
     const body = JSON.parse(r.body.toString("utf8"));
     const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -115,8 +116,7 @@ describe("a real delivery", () => {
 describe("secret rotation", () => {
   it("both secrets verify with both libraries during the overlap; only the new one after it", async () => {
     const [fresh, old] = [newSecret(), newSecret()];
-    const ep = await seedEndpoint(h.prisma, s, {
-      url: receiver.url,
+    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, {
       secret: fresh,
       previousSecret: old,
       previousSecretExpiresAt: new Date(Date.now() + 3_600_000),
@@ -129,7 +129,7 @@ describe("secret rotation", () => {
     }
 
     await h.prisma.endpoint.update({
-      where: { id: ep.id },
+      where: { id: ep },
       data: { previousSecretExpiresAt: new Date(Date.now() - 1) },
     });
     const after = await deliverOne(ep);
