@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { promisify } from "node:util";
-import { sparePort, seedAddress, seedDomain } from "@mailroom/testing";
+import { seedAddress, seedDomain, sparePort } from "@mailroom/testing";
 import { POSTFIX, startPostfixRelay } from "../services/smtp-ingest/test/postfix.ts";
 import { benchEnv } from "./lib/env.ts";
 import { interleave, medianOf } from "./lib/interleave.ts";
