@@ -2,8 +2,6 @@ import { spawn } from "node:child_process";
 import { promises as dns } from "node:dns";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createLogger } from "@mailroom/log";
-import { createEventPublisher, createRedis } from "@mailroom/queues";
 import { type DnsServer, startDnsServer, waitFor } from "@mailroom/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -11,12 +9,6 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
-import {
-  createRelay,
-  type OutboundSender,
-  type Relay,
-  startOutboundSender,
-} from "../services/outbound-sender/src/index.ts";
 import { startRelay, type TestRelay } from "../services/outbound-sender/test/relay-server.ts";
 import { type ApiProcess, openSse, startApiProcess } from "./live.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
@@ -34,15 +26,12 @@ const CALL = { timeout: 130_000 };
 
 let stack: Stack;
 let relay: TestRelay;
-let relayClient: Relay;
 let dnsServer: DnsServer;
-let sender: OutboundSender;
 let replica: ApiProcess;
 let a: TestAccount;
 let b: TestAccount;
 let readKeyA: string;
 let dkim: { selector: string };
-const redisConns: ReturnType<typeof createRedis>[] = [];
 const clients: Client[] = [];
 const latencies: { where: string; ms: number }[] = [];
 const DOMAIN_A = "agents-example.com";
@@ -103,25 +92,9 @@ async function verifiedDomain(acct: TestAccount, domain: string) {
 }
 
 beforeAll(async () => {
-  stack = await startStack();
   [relay, dnsServer] = await Promise.all([startRelay(), startDnsServer()]);
-  relayClient = createRelay({ url: relay.url, timeoutMs: 5_000 });
-  const redis = createRedis(stack.env.redisUrl, "worker");
-  redisConns.push(redis);
-  sender = startOutboundSender({
-    prisma: stack.prisma,
-    queue: stack.outboundQueue,
-    logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
-    relay: relayClient,
-    backoffUnitMs: 20,
-    maxAttempts: 3,
-    connection: redis,
-    prefix: stack.env.redisPrefix,
-    concurrency: 2,
-    sweepIntervalMs: 3_600_000,
-    forwardQueue: stack.forwardQueue,
-    events: createEventPublisher(redis, stack.env.redisPrefix, () => undefined),
-  });
+  // The sender as main.ts starts it (startSenderService), on the stack's database and queues.
+  stack = await startStack({ outbound: { relayUrl: relay.url, maxAttempts: 3, backoffUnitMs: 20 } });
   [a, b] = [await stack.account(), await stack.account()];
   readKeyA = String((await stack.admin("keys", "create", "--account", a.accountId, "--scope", "read")).key);
   const domA = await verifiedDomain(a, DOMAIN_A);
@@ -137,9 +110,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
   await replica?.stop();
-  await sender?.close();
-  relayClient?.close();
-  for (const r of redisConns) r.disconnect();
   await relay?.close();
   await dnsServer?.close();
   await stack?.close();

@@ -6,6 +6,7 @@ import { loadVerifierEnv, startVerifierService } from "@mailroom/domain-verifier
 import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { startObservability, type WorkerBoot } from "@mailroom/observability";
+import { loadSenderEnv, startSenderService } from "@mailroom/outbound-sender";
 import { createEventPublisher, createRedisConnections, type TypedQueue } from "@mailroom/queues";
 import { loadIngestEnv, startIngestService } from "@mailroom/smtp-ingest";
 import { attachmentLinks, createByteStore, type S3Settings } from "@mailroom/storage";
@@ -67,6 +68,8 @@ export type StackOptions = {
   s3?: { settings: S3Settings; signedUrlTtlSeconds?: number };
   /** SIGNED_URL_SECRET: with Postgres bytes, payload links the API serves without a key. */
   signedUrlSecret?: string;
+  /** Start the outbound sender too (queues `outbound` and `forward`), relaying to this SMTP server. */
+  outbound?: { relayUrl: string; maxAttempts?: number; backoffUnitMs?: number };
 };
 
 const noDns: DnsResolve = async () => {
@@ -94,6 +97,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     if (services.ruleEngine) await startEngine(shared, opts, closers);
     if (services.dispatcher) await startDispatch(shared, opts, api.url, closers);
     if (services.domainVerifier) await startDomainVerifier(shared, opts, closers);
+    if (opts.outbound) await startSender(shared, opts, opts.outbound, closers);
     const admin = adminOf(shared.prisma);
     return {
       ...shared.queues,
@@ -289,6 +293,25 @@ async function startDomainVerifier(shared: Shared, opts: StackOptions, closers: 
     ...(opts.verifier?.now ? { now: opts.verifier.now } : {}),
   });
   closers.push(() => verifier.close());
+}
+
+async function startSender(
+  shared: Shared,
+  opts: StackOptions,
+  outbound: NonNullable<StackOptions["outbound"]>,
+  closers: Closer[],
+) {
+  const env = loadSenderEnv({
+    ...commonEnv(shared, opts),
+    SMTP_RELAY_URL: outbound.relayUrl,
+    SMTP_RELAY_TIMEOUT_MS: "5000",
+    OUTBOUND_MAX_ATTEMPTS: String(outbound.maxAttempts ?? 3),
+    BACKOFF_UNIT_MS: String(outbound.backoffUnitMs ?? 20),
+    OUTBOUND_CONCURRENCY: "2",
+    SWEEP_INTERVAL_MS: "3600000",
+  });
+  const sender = await startSenderService(env, { boot: await bootOf("outbound-sender", shared, closers) });
+  closers.push(() => sender.close());
 }
 
 /** Admin CLI commands, run in-process against the stack's database. */

@@ -3,21 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
 import { enqueueDeliveryAttempt, queueKeyFor } from "@mailroom/deliveries";
 import { createLogger } from "@mailroom/log";
-import { createRedis, enqueue } from "@mailroom/queues";
+import { enqueue } from "@mailroom/queues";
 import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type DnsServer, startDnsServer, waitFor } from "@mailroom/testing";
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
-import {
-  attemptForward,
-  createRelay,
-  loadSenderEnv,
-  type OutboundSender,
-  type Relay,
-  startOutboundSender,
-  sweepOutbound,
-} from "../src/index.ts";
+import { attemptForward, createRelay, loadSenderEnv, type Relay, sweepOutbound } from "../src/index.ts";
 import { startRelay, type TestRelay } from "./relay-server.ts";
 
 /**
@@ -31,10 +23,8 @@ describe("outbound mail: replies, new messages, relay failures", () => {
   let relay: TestRelay;
   let relayClient: Relay;
   let dnsServer: DnsServer;
-  let sender: OutboundSender;
   let acct: TestAccount;
   let domain: { id: string; domain: string; dkimSelector: string; dkimRecord: { name: string; value: string } };
-  const workerRedis: ReturnType<typeof createRedis>[] = [];
 
   const smtpIn = () =>
     nodemailer.createTransport({ host: "127.0.0.1", port: stack.smtpPort, secure: false, ignoreTLS: true });
@@ -62,25 +52,12 @@ describe("outbound mail: replies, new messages, relay failures", () => {
 
   beforeAll(async () => {
     // The dispatcher runs too: it must leave email-destination deliveries to the forwarder.
-    stack = await startStack();
     relay = await startRelay();
+    // The sender as main.ts starts it (startSenderService), on the stack's database and queues.
+    stack = await startStack({ outbound: { relayUrl: relay.url, maxAttempts: 3, backoffUnitMs: 20 } });
     dnsServer = await startDnsServer();
+    // Only for the test that runs two forward attempts at once by hand.
     relayClient = createRelay({ url: relay.url, timeoutMs: 5_000 });
-    const redis = createRedis(stack.env.redisUrl, "worker");
-    workerRedis.push(redis);
-    sender = startOutboundSender({
-      prisma: stack.prisma,
-      queue: stack.outboundQueue,
-      logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
-      relay: relayClient,
-      backoffUnitMs: 20,
-      maxAttempts: 3,
-      connection: redis,
-      prefix: stack.env.redisPrefix,
-      concurrency: 2,
-      sweepIntervalMs: 3_600_000,
-      forwardQueue: stack.forwardQueue,
-    });
     acct = await stack.account();
 
     const created = await acct.api("POST", "/api/v1/domains", { domain: "outbound-example.com" });
@@ -96,9 +73,7 @@ describe("outbound mail: replies, new messages, relay failures", () => {
   });
 
   afterAll(async () => {
-    await sender?.close();
     relayClient?.close();
-    for (const r of workerRedis) r.disconnect();
     await relay?.close();
     await dnsServer?.close();
     await stack?.close();
