@@ -2,14 +2,13 @@ import { spawn } from "node:child_process";
 import { promises as dns } from "node:dns";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type DnsServer, startDnsServer, waitFor } from "@mailroom/testing";
+import { type DnsServer, startDnsServer, startRelay, type TestRelay, waitFor } from "@mailroom/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
-import { startRelay, type TestRelay } from "../services/outbound-sender/test/relay-server.ts";
 import { type ApiProcess, openSse, startApiProcess } from "./live.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
 

@@ -1,8 +1,16 @@
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type DnsServer, type Receiver, sparePort, startDnsServer, startReceiver, waitFor } from "@mailroom/testing";
+import {
+  type DnsServer,
+  type Receiver,
+  sparePort,
+  startDnsServer,
+  startReceiver,
+  startRelay,
+  type TestRelay,
+  waitFor,
+} from "@mailroom/testing";
 import nodemailer from "nodemailer";
-import { startRelay, type TestRelay } from "../services/outbound-sender/test/relay-server.ts";
 import { metricValue, type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";
 

@@ -8,5 +8,6 @@ export * from "./redis-cluster.ts";
 export * from "./seed.ts";
 export * from "./servers.ts";
 export * from "./smtp-clients.ts";
+export * from "./smtp-relay.ts";
 export * from "./sse.ts";
 export * from "./throwaway.ts";

@@ -3,10 +3,9 @@ import { createDkimKey } from "@mailroom/core";
 import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
-import { createTestEnv, type PgProxy, startPgProxy, type TestEnv } from "@mailroom/testing";
+import { createTestEnv, type PgProxy, startPgProxy, startRelay, type TestEnv, type TestRelay } from "@mailroom/testing";
 import { createRelay, type Relay } from "../src/relay.ts";
 import { attemptSend } from "../src/send.ts";
-import { startRelay, type TestRelay } from "./relay-server.ts";
 
 /** A message the relay accepted is recorded as sent even when Postgres is away for a moment. */
 describe("outbound: Postgres unreachable between the hand-off and its record", () => {

@@ -5,12 +5,11 @@ import { enqueueDeliveryAttempt, queueKeyFor } from "@mailroom/deliveries";
 import { createLogger } from "@mailroom/log";
 import { enqueue } from "@mailroom/queues";
 import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
-import { type DnsServer, startDnsServer, waitFor } from "@mailroom/testing";
+import { type DnsServer, startDnsServer, startRelay, type TestRelay, waitFor } from "@mailroom/testing";
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { simpleParser } from "mailparser";
 import nodemailer from "nodemailer";
 import { attemptForward, createRelay, loadSenderEnv, type Relay, sweepOutbound } from "../src/index.ts";
-import { startRelay, type TestRelay } from "./relay-server.ts";
 
 /**
  * Outbound mail through every real piece: the API stores and queues it, the sender hands it to a real
