@@ -2,11 +2,12 @@
 // N DKIM-signed 10 KB messages are spooled over SMTP with the engine stopped, then the engine
 // (startRuleEngine, wired as main.ts wires it, concurrency as configured) drains the backlog against
 // a loopback DNS server with the senders' SPF/DKIM/DMARC records (cache warm after the first few).
-// Prints the drain rate, CPU ms per email (this process and its parser threads) and SQL statements
-// per email (every query through node-postgres, Prisma's included), the CPU the bench database's
+// Prints the drain rate, CPU ms per email (this process and its parser threads), SQL statements and
+// round trips per email (every query through node-postgres, Prisma's included; queries sent
+// together on a pipelined connection count as one round trip), the CPU the bench database's
 // Postgres backends and redis-server spent meanwhile (redis-server is shared: other users of it on
-// the machine count too), and with --profile writes a
-// CPU profile of the drain only and prints where its self time goes by package.
+// the machine count too), and with --profile writes a CPU profile of the drain only and prints
+// where its self time goes by package.
 // Run: npm run -s bench:rule-engine [-- --messages 600 --concurrency 4 --profile]
 import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -81,9 +82,19 @@ try {
 
   // Every statement any pool of this process sends (Prisma's adapter included) goes through here.
   let statements = 0;
+  // Queries sent together on a pipelined connection (the store transaction: issued in one
+  // synchronous run, so within one tick) are one round trip.
+  let roundTrips = 0;
+  const burst = new WeakSet<pg.Client>();
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     statements++;
+    if ((this as pg.Client & { pipeline?: boolean }).pipeline !== true) roundTrips++;
+    else if (!burst.has(this)) {
+      roundTrips++;
+      burst.add(this);
+      queueMicrotask(() => burst.delete(this));
+    }
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof pg.Client.prototype.query;
 
@@ -126,6 +137,7 @@ try {
   const cpu = process.cpuUsage(cpu0);
   const servers = cpuSplit(servers0, sampleCpu(process.pid, [], database));
   const stmts = statements - polls; // not the engine's
+  const trips = roundTrips - polls;
   await engine.close();
   await parser.close();
   if (profile) {
@@ -142,6 +154,7 @@ try {
       "drain (emails/s)",
       "CPU ms / email",
       "SQL statements / email",
+      "round trips / email",
       "Postgres CPU ms / email",
       "Redis CPU ms / email",
       "wall s",
@@ -152,6 +165,7 @@ try {
         fmt(stored / seconds),
         fmt((cpu.user + cpu.system) / 1000 / stored, 2),
         fmt(stmts / stored, 1),
+        fmt(trips / stored, 1),
         fmt((servers.get("postgres (bench database backends)") ?? 0) / stored, 2),
         fmt((servers.get("redis-server (shared)") ?? 0) / stored, 2),
         fmt(seconds),
