@@ -1,9 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import {
+  concrete,
+  type Fixture,
+  http,
+  type Stack,
+  seedEverything,
+  startStack,
+  type TestAccount,
+  targetOf,
+} from "@mailroom/stack";
 import { hashApiKey } from "../src/lib/auth.ts";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
-import { concrete, type Fixture, http, seedAccount, targetOf } from "./helpers.ts";
 
 /** Routes that answer GET with a never-ending stream (server-sent events). */
 const STREAMS = new Set(["/api/v1/events"]);
@@ -131,7 +139,7 @@ describe("authentication, scopes and tenant isolation", () => {
     let readKey: string;
     beforeAll(async () => {
       full = await stack.account({ scope: "full" });
-      f = await seedAccount(stack, full, "scope.example.com");
+      f = await seedEverything(stack, full, "scope.example.com");
       readKey = String((await stack.admin("keys", "create", "--account", full.accountId)).key); // default scope: read
     });
 
@@ -184,8 +192,8 @@ describe("authentication, scopes and tenant isolation", () => {
     beforeAll(async () => {
       mine = await stack.account();
       theirs = await stack.account();
-      own = await seedAccount(stack, mine, "mine.example.com");
-      other = await seedAccount(stack, theirs, "theirs.example.com");
+      own = await seedEverything(stack, mine, "mine.example.com");
+      other = await seedEverything(stack, theirs, "theirs.example.com");
     });
 
     it("every route with an id → 404 for another account's id, and nothing changes", async () => {

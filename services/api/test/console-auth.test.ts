@@ -1,8 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import {
+  type ConsoleClient,
+  concrete,
+  consoleClient,
+  createMember,
+  type Fixture,
+  type Stack,
+  seedEverything,
+  startStack,
+  type TestAccount,
+} from "@mailroom/stack";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
-import { type ConsoleClient, consoleClient, createMember } from "./console-helpers.ts";
-import { concrete, type Fixture, seedAccount } from "./helpers.ts";
 
 /**
  * Console members and sessions (issue 17) over real HTTP against real Postgres: set-password link,
@@ -20,8 +28,8 @@ beforeAll(async () => {
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
   a = await stack.account({ plan: "free" });
   b = await stack.account({ plan: "scale" });
-  fa = await seedAccount(stack, a, "console-a.example.com");
-  fb = await seedAccount(stack, b, "console-b.example.com");
+  fa = await seedEverything(stack, a, "console-a.example.com");
+  fb = await seedEverything(stack, b, "console-b.example.com");
   await createMember(stack, a.accountId, "Alice@A.example", PASSWORD);
   await createMember(stack, b.accountId, "bob@b.example", PASSWORD);
 });

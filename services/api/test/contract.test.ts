@@ -8,10 +8,17 @@ import { createHmac } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
-import { type Receiver, startReceiver } from "@mailroom/testing";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
+import {
+  concrete,
+  type Fixture,
+  http,
+  type Stack,
+  seedEverything,
+  startStack,
+  type TestAccount,
+} from "@mailroom/stack";
+import { type Receiver, seedEmail, startReceiver } from "@mailroom/testing";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
-import { concrete, type Fixture, http, seedAccount, seedEmail } from "./helpers.ts";
 
 /** GET /events streams until the client leaves: e2e/events-sse.test.ts reads it; the loops here skip it. */
 const isEventStream = (r: RegisteredRoute) => r.doc?.responses[200]?.contentType === "text/event-stream";
@@ -118,7 +125,7 @@ describe("contract details (spec §2, §4–§8)", () => {
   describe("§5 rule 5: every method but GET and HEAD is a write", () => {
     it("a read-only key gets 403 for POST, PUT, PATCH, DELETE, OPTIONS and unknown methods, on known and unknown paths", async () => {
       const a = await fresh();
-      const f = await seedAccount(stack, a, "methods.example.com");
+      const f = await seedEverything(stack, a, "methods.example.com");
       const reader = await readKeyOf(a);
       for (const path of [`${V}/domains`, `${V}/domains/${f.domainId}`, `${V}/no-such-thing`]) {
         for (const method of ["POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE"]) {
@@ -131,7 +138,7 @@ describe("contract details (spec §2, §4–§8)", () => {
 
     it("OPTIONS with a full key: 204 and Allow on a known path (no text body), 404 on an unknown one", async () => {
       const a = await fresh();
-      const f = await seedAccount(stack, a, "options.example.com");
+      const f = await seedEverything(stack, a, "options.example.com");
       const list = await http(stack, "OPTIONS", `${V}/domains`, { key: a.key });
       expect(list.status).toBe(204);
       expect(list.bytes.length).toBe(0);
@@ -144,7 +151,7 @@ describe("contract details (spec §2, §4–§8)", () => {
 
     it("HEAD on every GET route, with a read-only key: the GET's status and headers, no body", async () => {
       const a = await fresh();
-      const f = await seedAccount(stack, a, "head-all.example.com");
+      const f = await seedEverything(stack, a, "head-all.example.com");
       const key = await readKeyOf(a);
       const gets = routes.filter((r) => r.method === "GET" && r.path !== `${V}/openapi.json` && !isEventStream(r));
       expect(gets.length).toBeGreaterThanOrEqual(18);
@@ -245,7 +252,7 @@ describe("contract details (spec §2, §4–§8)", () => {
   describe("§2 timestamps: ISO 8601 UTC with milliseconds, nested objects included", () => {
     it("every GET route and the write responses carry only YYYY-MM-DDTHH:MM:SS.mmmZ", async () => {
       const a = await stack.account({ plan: "scale" });
-      const f = await seedAccount(stack, a, "stamps.example.com");
+      const f = await seedEverything(stack, a, "stamps.example.com");
       const seen: string[] = [];
       const check = (label: string, body: unknown) => {
         for (const [path, v] of timestamps(body)) {
@@ -283,7 +290,7 @@ describe("contract details (spec §2, §4–§8)", () => {
       "%s",
       async (path) => {
         const a = await stack.account({ plan: "scale" });
-        const f = await seedAccount(stack, a, `pages${path.slice(1)}.example.com`); // one of each
+        const f = await seedEverything(stack, a, `pages${path.slice(1)}.example.com`); // one of each
         // Two more of each, so the list holds exactly 3.
         for (let i = 0; i < 2; i++) {
           const dom = await a.api("POST", `${V}/domains`, { domain: `p${i}-${path.slice(1)}.example.com` });
@@ -341,8 +348,8 @@ describe("contract details (spec §2, §4–§8)", () => {
     beforeAll(async () => {
       mine = await stack.account({ plan: "scale" });
       const theirs = await stack.account({ plan: "scale" });
-      own = await seedAccount(stack, mine, "mine-ids.example.com");
-      other = await seedAccount(stack, theirs, "theirs-ids.example.com");
+      own = await seedEverything(stack, mine, "mine-ids.example.com");
+      other = await seedEverything(stack, theirs, "theirs-ids.example.com");
       await stack.admin("domains", "verify", "--domain", "mine-ids.example.com", "--force");
       await stack.admin("domains", "verify", "--domain", "theirs-ids.example.com", "--force");
     });

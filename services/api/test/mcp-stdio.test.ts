@@ -3,10 +3,10 @@ import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 
 /**
  * `mailroom-mcp` (the stdio entry point) spawned as a real child process through the bin npm links

@@ -1,12 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import {
+  concrete,
+  type Fixture,
+  http,
+  type Stack,
+  seedEverything,
+  startStack,
+  type TestAccount,
+} from "@mailroom/stack";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { type Stack, startStack, type TestAccount } from "../../../e2e/stack.ts";
 import { openApiPath } from "../src/lib/openapi.ts";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
 import { timestamp } from "../src/lib/schemas.ts";
-import { concrete, type Fixture, http, seedAccount } from "./helpers.ts";
 
 /** GET /events streams until the client leaves: e2e/events-sse.test.ts reads it; the loops here skip it. */
 const isEventStream = (r: RegisteredRoute) => r.doc?.responses[200]?.contentType === "text/event-stream";
@@ -45,7 +52,7 @@ describe("OpenAPI 3.1 document", () => {
   beforeAll(async () => {
     stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
     acct = await stack.account();
-    f = await seedAccount(stack, acct, "openapi.example.com");
+    f = await seedEverything(stack, acct, "openapi.example.com");
     const r = await http(stack, "GET", `${V}/openapi.json`); // public: no key
     expect(r.status).toBe(200);
     doc = r.body;
