@@ -1,15 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import {
-  type DnsServer,
-  type Receiver,
-  sparePort,
-  startDnsServer,
-  startReceiver,
-  startRelay,
-  type TestRelay,
-  waitFor,
-} from "@mailroom/testing";
+import type { DnsServer, Receiver, TestRelay } from "@mailroom/testing";
+import { sparePort, startDnsServer, startReceiver, startRelay, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
 import { metricValue, type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";
 import { type Stack, startStack, type TestAccount } from "./stack.ts";

@@ -1,14 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import {
-  type DnsServer,
-  type Receiver,
-  sparePort,
-  startDnsServer,
-  startReceiver,
-  startRedisCluster,
-  type TestRedisCluster,
-  waitFor,
-} from "@mailroom/testing";
+import type { DnsServer, Receiver, TestRedisCluster } from "@mailroom/testing";
+import { sparePort, startDnsServer, startReceiver, startRedisCluster, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
 import { openSse } from "./live.ts";
 import { type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";

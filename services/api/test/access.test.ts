@@ -1,15 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
-import {
-  concrete,
-  type Fixture,
-  http,
-  type Stack,
-  seedEverything,
-  startStack,
-  type TestAccount,
-  targetOf,
-} from "@mailroom/stack";
+import type { Fixture, Stack, TestAccount } from "@mailroom/stack";
+import { concrete, http, seedEverything, startStack, targetOf } from "@mailroom/stack";
 import { hashApiKey } from "../src/lib/auth.ts";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
 

@@ -1,15 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import {
-  type ConsoleClient,
-  concrete,
-  consoleClient,
-  createMember,
-  type Fixture,
-  type Stack,
-  seedEverything,
-  startStack,
-  type TestAccount,
-} from "@mailroom/stack";
+import type { ConsoleClient, Fixture, Stack, TestAccount } from "@mailroom/stack";
+import { concrete, consoleClient, createMember, seedEverything, startStack } from "@mailroom/stack";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
 
 /**

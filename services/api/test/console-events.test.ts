@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createEventPublisher, createRedis, type EventPublisher, type RedisClient } from "@mailroom/queues";
-import {
-  type ConsoleClient,
-  consoleClient,
-  createMember,
-  type Stack,
-  startStack,
-  type TestAccount,
-} from "@mailroom/stack";
+import type { ConsoleClient, Stack, TestAccount } from "@mailroom/stack";
+import { consoleClient, createMember, startStack } from "@mailroom/stack";
 import { openSseWith, type SseReader, waitFor } from "@mailroom/testing";
 
 /**

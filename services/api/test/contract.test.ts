@@ -8,15 +8,8 @@ import { createHmac } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
-import {
-  concrete,
-  type Fixture,
-  http,
-  type Stack,
-  seedEverything,
-  startStack,
-  type TestAccount,
-} from "@mailroom/stack";
+import type { Fixture, Stack, TestAccount } from "@mailroom/stack";
+import { concrete, http, seedEverything, startStack } from "@mailroom/stack";
 import { type Receiver, seedEmail, startReceiver } from "@mailroom/testing";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
 

@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import {
-  concrete,
-  type Fixture,
-  http,
-  type Stack,
-  seedEverything,
-  startStack,
-  type TestAccount,
-} from "@mailroom/stack";
+import type { Fixture, Stack, TestAccount } from "@mailroom/stack";
+import { concrete, http, seedEverything, startStack } from "@mailroom/stack";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";

@@ -5,15 +5,8 @@ import { monthlyReceived } from "@mailroom/db";
 import { Registry } from "@mailroom/observability";
 import { createQueue, createRedis } from "@mailroom/queues";
 import { type IngestEnv, ingestEnv } from "@mailroom/stack";
-import {
-  type Seeded,
-  seedAddress,
-  seedDomain,
-  simpleMessage,
-  startThrowawayRedis,
-  type ThrowawayRedis,
-  waitFor,
-} from "@mailroom/testing";
+import type { Seeded, ThrowawayRedis } from "@mailroom/testing";
+import { seedAddress, seedDomain, simpleMessage, startThrowawayRedis, waitFor } from "@mailroom/testing";
 import pg from "pg";
 import { type RawSession, rawSession } from "./raw-session.ts";
 

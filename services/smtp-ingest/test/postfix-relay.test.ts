@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Stack, startStack } from "@mailroom/stack";
-import {
-  type Receiver,
-  seedAddress,
-  seedDomain,
-  seedEndpoint,
-  sendOnce,
-  startReceiver,
-  waitFor,
-} from "@mailroom/testing";
+import type { Receiver } from "@mailroom/testing";
+import { seedAddress, seedDomain, seedEndpoint, sendOnce, startReceiver, waitFor } from "@mailroom/testing";
 import { havePostfix, type PostfixRelay, startPostfixRelay } from "./postfix.ts";
 
 if (!havePostfix()) {

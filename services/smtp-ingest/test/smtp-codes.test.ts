@@ -2,16 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { monthKey } from "@mailroom/core";
 import { monthlyReceived } from "@mailroom/db";
 import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack";
-import {
-  connect,
-  rawSession,
-  type Seeded,
-  seedAddress,
-  seedDomain,
-  send,
-  sendOnce,
-  simpleMessage,
-} from "@mailroom/testing";
+import type { Seeded } from "@mailroom/testing";
+import { connect, rawSession, seedAddress, seedDomain, send, sendOnce, simpleMessage } from "@mailroom/testing";
 
 /**
  * Every RCPT/DATA reply code of DESIGN.md §3.1 as a real client (nodemailer's SMTP connection)

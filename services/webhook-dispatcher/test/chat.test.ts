@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import {
-  type Receiver,
-  type Seeded,
-  seedDelivery,
-  seedDomain,
-  seedEndpoint,
-  startReceiver,
-  waitFor,
-} from "@mailroom/testing";
+import type { Receiver, Seeded } from "@mailroom/testing";
+import { seedDelivery, seedDomain, seedEndpoint, startReceiver, waitFor } from "@mailroom/testing";
 import { files, type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
 
 /**

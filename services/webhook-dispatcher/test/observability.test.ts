@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { createDeliveryMetrics, Registry } from "@mailroom/observability";
-import {
-  type Receiver,
-  type Seeded,
-  seedDelivery,
-  seedDomain,
-  seedEndpoint,
-  startReceiver,
-  waitFor,
-} from "@mailroom/testing";
+import type { Receiver, Seeded } from "@mailroom/testing";
+import { seedDelivery, seedDomain, seedEndpoint, startReceiver, waitFor } from "@mailroom/testing";
 import pino from "pino";
 import { type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
 

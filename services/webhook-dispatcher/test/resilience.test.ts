@@ -1,15 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { createQueue, createRedis, createWorker, UnrecoverableError } from "@mailroom/queues";
-import {
-  type Receiver,
-  type Seeded,
-  seedDelivery,
-  seedDomain,
-  seedEndpoint,
-  startReceiver,
-  startThrowawayRedis,
-  waitFor,
-} from "@mailroom/testing";
+import type { Receiver, Seeded } from "@mailroom/testing";
+import { seedDelivery, seedDomain, seedEndpoint, startReceiver, startThrowawayRedis, waitFor } from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { startDispatcher } from "../src/worker.ts";
 import { type Harness, logger, queueFirstAttempt, startHarness, startHoldingServer } from "./fixtures.ts";

@@ -1,15 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import {
-  type DnsServer,
-  type Receiver,
-  type Seeded,
-  seedDelivery,
-  seedDomain,
-  seedEndpoint,
-  startDnsServer,
-  startReceiver,
-  waitFor,
-} from "@mailroom/testing";
+import type { DnsServer, Receiver, Seeded } from "@mailroom/testing";
+import { seedDelivery, seedDomain, seedEndpoint, startDnsServer, startReceiver, waitFor } from "@mailroom/testing";
 import { type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
 
 /**

@@ -1,16 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { emailReceivedEventSchema } from "@mailroom/core";
 import { randomBase62 } from "@mailroom/db";
-import {
-  type ReceivedRequest,
-  type Receiver,
-  type Seeded,
-  seedDelivery,
-  seedDomain,
-  seedEndpoint,
-  startReceiver,
-  waitFor,
-} from "@mailroom/testing";
+import type { ReceivedRequest, Receiver, Seeded } from "@mailroom/testing";
+import { seedDelivery, seedDomain, seedEndpoint, startReceiver, waitFor } from "@mailroom/testing";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
