@@ -41,8 +41,9 @@ export type EndpointLimits = { slots: LocalSlots; parking: Parking; pacedSlots: 
  * to the limit before that (the age of its first attempts says nothing yet of how fast it is: an
  * endpoint that hangs from the start gets no line of 40 jobs holding worker slots for a second). A
  * fast endpoint keeps a line of claimed jobs ready for each released slot instead of sending them
- * round the queue; the line of one that starts to hang shrinks as its attempts age (slots.ts trims
- * it), so it holds about its in-flight attempts' worker slots.
+ * round the queue; one that hangs gets no line once its attempts in flight are old, so it holds about
+ * its in-flight attempts' worker slots. (Trimming a line as its attempts age was tried: under load a
+ * fast endpoint's attempts age for a moment too, and the jobs sent away came back as stragglers.)
  */
 export function endpointLimits(opts: EndpointLimitOptions): EndpointLimits {
   const limit = opts.endpointConcurrency ?? 4;

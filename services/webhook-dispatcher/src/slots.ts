@@ -84,10 +84,6 @@ export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit:
  * goes back to Redis only when nobody here waits for it. The Redis semaphore stays the authority
  * across processes: every slot in use is one of its leases.
  *
- * `maxWaiters` is asked again every TRIM_MS while jobs wait: when it shrinks (the endpoint's
- * attempts in flight grow old: it starts to hang), the jobs at the back of the line are told busy at
- * once instead of holding their worker slots until their wait runs out.
- *
  * A handed-over lease is renewed (not awaited) once less than half of it is left: the renewal lands
  * long before the lease could run out. Should it fail (Redis away), a long attempt may outlive the
  * lease and another process may run one attempt above the limit for a while; no delivery is affected.
@@ -105,14 +101,11 @@ export type LocalSlotsOptions = {
   onError?: (err: Error) => void;
 };
 
-/** How often the line of an endpoint with jobs waiting is held against `maxWaiters`. */
-const TRIM_MS = 50;
-
 /** A Redis lease held here: its member name in the sorted set and when it runs out (this clock). */
 type Lease = { member: string; expiresAt: number };
 /** A job waiting here; release moves the lease into `held` under its holder before waking it. */
-type Waiter = { holder: string; wake: (lease: Lease | null) => void };
-type Local = { held: Map<string, Lease>; waiters: Waiter[]; trim?: NodeJS.Timeout };
+type Waiter = { holder: string; wake: (lease: Lease) => void };
+type Local = { held: Map<string, Lease>; waiters: Waiter[] };
 
 /** This process's entry per endpoint, dropped once it holds no lease and has no waiter. */
 function endpointEntries() {
@@ -134,18 +127,8 @@ function endpointEntries() {
   };
 }
 
-/**
- * Waits in `l`'s line for a lease a release here hands over: the lease, or null when `ms` ran out
- * or the line was trimmed. While anyone waits, the line is trimmed to `max()` every TRIM_MS.
- */
-function waitInLine(l: Local, holder: string, ms: number, max: () => number): Promise<Lease | null> {
-  if (!l.trim) {
-    l.trim = setInterval(() => {
-      for (let n = l.waiters.length - Math.max(0, max()); n > 0; n--) l.waiters.pop()?.wake(null);
-      if (l.waiters.length === 0) stopTrim(l);
-    }, TRIM_MS);
-    l.trim.unref();
-  }
+/** Waits in `l`'s line for a lease a release here hands over: the lease, or null when `ms` ran out. */
+function waitInLine(l: Local, holder: string, ms: number): Promise<Lease | null> {
   return new Promise((resolve) => {
     const waiter: Waiter = {
       holder,
@@ -157,23 +140,16 @@ function waitInLine(l: Local, holder: string, ms: number, max: () => number): Pr
     const timer = setTimeout(() => {
       const i = l.waiters.indexOf(waiter);
       if (i >= 0) l.waiters.splice(i, 1);
-      if (l.waiters.length === 0) stopTrim(l);
       resolve(null);
     }, ms);
     l.waiters.push(waiter);
   });
 }
 
-function stopTrim(l: Local) {
-  clearInterval(l.trim);
-  l.trim = undefined;
-}
-
 /** Gives `lease` to the first job waiting in `l` (false: nobody waits). */
 function handOver(l: Local, lease: Lease): boolean {
   const next = l.waiters.shift();
   if (!next) return false;
-  if (l.waiters.length === 0) stopTrim(l);
   l.held.set(next.holder, lease);
   next.wake(lease);
   return true;
@@ -215,7 +191,7 @@ async function waitHere(c: Ctx, endpointId: string, holder: string, leaseMs: num
     c.locals.forget(endpointId, l);
     return false;
   }
-  const lease = await waitInLine(l, holder, c.maxWaitMs, () => c.maxWaiters(endpointId));
+  const lease = await waitInLine(l, holder, c.maxWaitMs);
   if (!lease) {
     c.locals.forget(endpointId, l);
     return false;

@@ -86,23 +86,4 @@ describe("endpoint slots: local waiters in front of the Redis semaphore", () => 
     await local.release("ep_forgot", "h4");
     expect(await redis.zcard(key)).toBe(0);
   });
-
-  it("when its line may no longer be as long (the endpoint's attempts grew old), the jobs at its back are told busy", async () => {
-    const key = `${env.redisPrefix}:endpoint-slots:ep_trim`;
-    const inner = createEndpointSlots(redis, { prefix: env.redisPrefix, limit: 1 });
-    let maxWaiters = 2;
-    // Waits far longer than the test may run: only the trimmed line can answer the second waiter.
-    const local = createLocalSlots(inner, { limit: 1, maxWaiters: () => maxWaiters, maxWaitMs: 600_000 });
-    expect(await local.acquire("ep_trim", "h1", LEASE)).toBe(true);
-    const first = local.acquire("ep_trim", "w1", LEASE);
-    const second = local.acquire("ep_trim", "w2", LEASE);
-    expect(local.saturated("ep_trim")).toBe(true);
-    maxWaiters = 1;
-    expect(await second).toBe(false);
-    expect(local.saturated("ep_trim")).toBe(true); // one waiting, one may
-    await local.release("ep_trim", "h1");
-    expect(await first).toBe(true); // the front of the line kept its place
-    await local.release("ep_trim", "w1");
-    expect(await redis.zcard(key)).toBe(0);
-  });
 });
