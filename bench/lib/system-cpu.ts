@@ -30,6 +30,40 @@ function cmdline(pid: string): string {
   }
 }
 
+/** Rows that split a service's CPU by thread kind: already counted in the service's own row. */
+export const THREAD_ROW = "↳ ";
+
+/**
+ * CPU ms of a process's live threads by kind: its main thread, worker threads (the rule engine's
+ * parser threads), V8's background threads (GC, compilation) and libuv's pool. A thread that has
+ * exited (a recycled parser thread) is missing here but counted in the process's own row.
+ */
+function threadsOf(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    const t = ticksOf(`${pid}/task/${tid}`);
+    if (!t) continue;
+    const kind =
+      tid === String(pid)
+        ? "main thread"
+        : t.comm === "WorkerThread"
+          ? "worker threads"
+          : t.comm.startsWith("V8")
+            ? "V8 threads (GC, compiler)"
+            : t.comm.startsWith("libuv")
+              ? "libuv pool"
+              : "other threads";
+    out.set(kind, (out.get(kind) ?? 0) + (t.ticks * 1000) / CLK_TCK);
+  }
+  return out;
+}
+
 /** Per-process CPU ms, keyed by pid (summed into groups by `cpuSplit`). */
 export function sampleCpu(stackPid: number, services: string[], database: string): CpuSample {
   const out: CpuSample = new Map();
@@ -38,6 +72,7 @@ export function sampleCpu(stackPid: number, services: string[], database: string
     for (const pid of descendantsRunning(stackPid, `services/${s}/src/main.ts`)) {
       const t = ticksOf(String(pid));
       if (t) add(`${s}\t${pid}`, (t.ticks * 1000) / CLK_TCK);
+      for (const [kind, ms] of threadsOf(pid)) add(`${THREAD_ROW}${s}: ${kind}\t${pid}`, ms);
     }
   }
   for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
