@@ -21,7 +21,7 @@ import { descendantsRunning, memoryMB, startNode, stopAll, waitForPort } from ".
 import { fmt, footer, header, load, table } from "./lib/report.ts";
 import { closedLoop, type Envelope, type LoadResult, openLoop } from "./lib/smtp-load.ts";
 import { flags, latency } from "./lib/stats.ts";
-import { type CpuSample, cpuSplit, sampleCpu } from "./lib/system-cpu.ts";
+import { type CpuSample, cpuSplit, sampleCpu, THREAD_ROW } from "./lib/system-cpu.ts";
 
 const BENCH = "bench:e2e";
 const f = flags();
@@ -179,10 +179,15 @@ try {
 
   /** CPU ms per message by process group, plus the total and the cores kept busy over the trial. */
   function cpuPerMessage(before: CpuSample, after: CpuSample, messages: number, wallMs: number) {
-    const split = cpuSplit(before, after);
-    const total = [...split.values()].reduce((a, b) => a + b, 0);
+    const split = [...cpuSplit(before, after)];
+    const processes = split.filter(([k]) => !k.startsWith(THREAD_ROW)).sort((a, b) => b[1] - a[1]);
+    // Thread rows of the services that spend something (≥ 0.05 ms per message), by name.
+    const threads = split
+      .filter(([k, v]) => k.startsWith(THREAD_ROW) && v / messages >= 0.05)
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    const total = processes.reduce((a, [, v]) => a + v, 0);
     const out: Record<string, number> = {};
-    for (const [k, v] of [...split].sort((a, b) => b[1] - a[1])) out[k] = v / messages;
+    for (const [k, v] of [...processes, ...threads]) out[k] = v / messages;
     out.total = total / messages;
     out["cores busy"] = total / wallMs;
     return out;
