@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from "@jest/globals";
 import { newId } from "@mailroom/db";
 import { type Receiver, seedEmail, sendMail, startReceiver, waitFor } from "@mailroom/testing";
 import { type Stack, type StackOptions, startStack, type TestAccount } from "./stack.ts";
@@ -33,6 +34,24 @@ export async function seedRoutes(acct: TestAccount, domain: string) {
     throw new Error(`seedRoutes: ${dom.status} ${ep.status} ${addr.status} ${JSON.stringify([dom.body, ep.body])}`);
   }
   return { domainId: dom.body.id as string, endpointId: ep.body.id as string, addressId: addr.body.id as string };
+}
+
+/** The API and none of the mail path: for tests of the REST API alone. */
+export const API_ONLY: StackOptions = { services: { ingest: false, ruleEngine: false, dispatcher: false } };
+
+/**
+ * Registers the hooks that start a stack and one account before the tests of the enclosing file or
+ * describe block (handing both to `use`) and close the stack after them.
+ */
+export function useStack(opts: StackOptions, use: (stack: Stack, acct: TestAccount) => void): void {
+  let stack: Stack | undefined;
+  beforeAll(async () => {
+    stack = await startStack(opts);
+    use(stack, await stack.account());
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.close();
+  });
 }
 
 /** A stack, an HTTP receiver for its webhooks and one account: the setup of the mail-path tests. */

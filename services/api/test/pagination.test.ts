@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createCursorCodec, Prisma } from "@mailroom/db";
-import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
+import { API_ONLY, type Stack, startStack, type TestAccount, useStack } from "@mailroom/stack";
 import { seedEmail } from "@mailroom/testing";
 import { EMAIL_SEARCH_DOCUMENT, EMAIL_SEARCH_INDEX } from "../src/ops/email-search.ts";
 import { emailListSql, listEmailsQuery } from "../src/ops/emails.ts";
@@ -27,13 +27,8 @@ async function walk(acct: TestAccount, path: string, limit: number, onPage?: (n:
 describe("pagination, filters and search", () => {
   let stack: Stack;
   let acct: TestAccount;
-
-  beforeAll(async () => {
-    stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
-    acct = await stack.account();
-  });
-  afterAll(async () => {
-    await stack?.close();
+  useStack(API_ONLY, (s, a) => {
+    [stack, acct] = [s, a];
   });
 
   it("walks a few hundred emails newest first while others arrive: no duplicates, no gaps", async () => {

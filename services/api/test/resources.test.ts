@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
+import { API_ONLY, type Stack, startStack, type TestAccount, useStack } from "@mailroom/stack";
 import { seedEmail } from "@mailroom/testing";
 
 const V = "/api/v1";
@@ -8,13 +8,8 @@ const HOOK = "http://127.0.0.1:9/hook";
 describe("REST resources: domains, addresses, endpoints, account", () => {
   let stack: Stack;
   let acct: TestAccount;
-
-  beforeAll(async () => {
-    stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
-    acct = await stack.account();
-  });
-  afterAll(async () => {
-    await stack?.close();
+  useStack(API_ONLY, (s, a) => {
+    [stack, acct] = [s, a];
   });
 
   describe("domains", () => {
