@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { newId } from "@mailroom/db";
 import { createQueue, createRedis, type TypedQueue } from "@mailroom/queues";
-import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
+import { callApi, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import { type DnsServer, seedEmail, sparePort, startDnsServer, waitFor } from "@mailroom/testing";
 
 const root = resolve(import.meta.dirname, "..");
@@ -54,14 +54,7 @@ describe("endpoint URL checks and delivery use the same DNS_SERVERS", () => {
       ? Promise.resolve(c.exitCode)
       : new Promise<number | null>((r) => c.once("exit", (code) => r(code)));
 
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${apiUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${acct.key}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
+  const api = (method: string, path: string, body?: unknown) => callApi(apiUrl, acct.key, method, path, body);
 
   beforeAll(async () => {
     dns = await startDnsServer({

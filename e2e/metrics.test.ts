@@ -1,10 +1,10 @@
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { callApi, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import type { DnsServer, Receiver, TestRelay } from "@mailroom/testing";
 import { sparePort, startDnsServer, startReceiver, startRelay, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
 import { metricValue, type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";
-import { type Stack, startStack, type TestAccount } from "./stack.ts";
 
 /**
  * Issue 16 item 4: every service, started as its own process from its main.ts, serves /healthz,
@@ -24,14 +24,7 @@ describe("metrics and health of every service process", () => {
   const procs = new Map<string, ServiceProcess>();
   const proc = (name: string) => procs.get(name) as ServiceProcess;
 
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${apiUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${acct.key}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
+  const api = (method: string, path: string, body?: unknown) => callApi(apiUrl, acct.key, method, path, body);
 
   beforeAll(async () => {
     [dns, receiver, relay] = await Promise.all([startDnsServer({}), startReceiver(), startRelay()]);

@@ -333,8 +333,8 @@ async function newAccount(
   return { accountId: String(acc.id), key, api: (method, path, body) => callApi(apiUrl, key, method, path, body) };
 }
 
-/** One JSON API call with the key; the body parsed as JSON when it is JSON. */
-async function callApi(apiUrl: string, key: string, method: string, path: string, body?: unknown) {
+/** One JSON API call to `apiUrl` with the key; the body parsed as JSON when it is JSON. */
+export async function callApi(apiUrl: string, key: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${apiUrl}${path}`, {
     method,
     headers: {
