@@ -184,8 +184,11 @@ describe("replay: POST /deliveries/{id}/retry", () => {
   });
 
   it("refuses a delivery that is still scheduled (409) and an unknown one (404)", async () => {
-    receiver.respond(() => ({ status: 500 }));
-    const { ep, to } = await routed({ url: receiver.url, maxAttempts: 10 });
+    // A receiver of its own: an attempt already claimed when the endpoint is deactivated below may
+    // still arrive afterwards, and must not land among the next test's requests.
+    const failing = await startReceiver();
+    failing.respond(() => ({ status: 500 }));
+    const { ep, to } = await routed({ url: failing.url, maxAttempts: 10 });
     await mail(to);
     const retrying = await deliveryOf(ep.id, "retrying");
     const r = await acct.api("POST", `/api/v1/deliveries/${retrying.id}/retry`);
@@ -195,6 +198,7 @@ describe("replay: POST /deliveries/{id}/retry", () => {
     expect((await readOnly.api("POST", `/api/v1/deliveries/${retrying.id}/retry`)).status).toBe(403);
     // Stop it so it does not keep the dispatcher busy.
     await acct.api("PATCH", `/api/v1/endpoints/${ep.id}`, { active: false });
+    await failing.close();
   });
 });
 
