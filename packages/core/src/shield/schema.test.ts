@@ -1,5 +1,5 @@
 import { describe, expect, test } from "@jest/globals";
-import type { z } from "zod";
+import { z } from "zod";
 import {
   CONDITION_FIELDS,
   CONDITION_OPERATORS,
@@ -297,7 +297,25 @@ describe("formatZodError", () => {
     expect(three.slice(0, 3)).toEqual(all.slice(0, 3));
   });
 
+  test("the REST request wording: dotted paths, the root named, unknown keys once, no count", () => {
+    const schema = z.strictObject({ to: z.array(z.email()).min(1), n: z.number() });
+    const wording = { root: "body", dotted: true, unknownKeysAtKey: false, countRest: false };
+    const many = schema.safeParse({ to: ["x", "y", "z"], n: "1", extra: 1, more: 2 });
+    if (many.success) throw new Error("expected failure");
+    const parts = formatZodError(many.error, wording).split("; ");
+    expect(parts).toHaveLength(3);
+    expect(parts[0]).toMatch(/^to\.0: /);
+    expect(parts.some((p) => p.startsWith("and "))).toBe(false);
+    const unknown = schema.safeParse({ to: ["a@b.example"], n: 1, extra: 1, more: 2 });
+    if (unknown.success) throw new Error("expected failure");
+    expect(formatZodError(unknown.error, wording)).toBe('body: Unrecognized keys: "extra", "more"');
+    expect(formatZodError(unknown.error)).toBe(
+      'extra: Unrecognized keys: "extra", "more"; more: Unrecognized keys: "extra", "more"',
+    );
+  });
+
   test("formatIssuePath", () => {
+    expect(formatIssuePath(["conditions", 0, "operator"], true)).toBe("conditions.0.operator");
     expect(formatIssuePath(["conditions", 0, "operator"])).toBe("conditions[0].operator");
     expect(formatIssuePath(["endpointIds", 1])).toBe("endpointIds[1]");
     expect(formatIssuePath([])).toBe("");

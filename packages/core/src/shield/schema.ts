@@ -197,30 +197,50 @@ export const patchRuleSchema = z
 export type CreateRuleInput = z.output<typeof createRuleSchema>;
 export type PatchRuleInput = z.output<typeof patchRuleSchema>;
 
-/** `conditions[0].operator` from ["conditions", 0, "operator"]. */
-export function formatIssuePath(path: readonly PropertyKey[]): string {
+/** `conditions[0].operator` from ["conditions", 0, "operator"]; `conditions.0.operator` when dotted. */
+export function formatIssuePath(path: readonly PropertyKey[], dotted = false): string {
   let out = "";
   for (const key of path) {
-    out += typeof key === "number" ? `[${key}]` : `${out ? "." : ""}${String(key)}`;
+    out += typeof key === "number" && !dotted ? `[${key}]` : `${out ? "." : ""}${String(key)}`;
   }
   return out;
 }
 
 /**
- * `path: message` for the first `max` issues, joined by "; ". An issue at the root has no path and
- * its message stands alone; an unknown key is reported at the key's own path.
+ * How `formatZodError` words a set of issues. The defaults are the shield-rule wording (REST, MCP
+ * and the console show it): `conditions[0].value: …`, an unknown key at its own path, a problem of
+ * the whole value as the message alone, at most 3 and "and N more". The REST request wording
+ * (lib/http.ts in the API: `body: …`, `query: …`, dotted paths) and the env wording of
+ * @mailroom/config's callers set the options; there is no other formatter.
  */
-export function formatZodError(error: z.ZodError, max = 3): string {
+export type ZodErrorWording = {
+  /** Issues shown; the rest are counted ("and N more") unless `countRest` is false. */
+  max?: number;
+  countRest?: boolean;
+  /** What a problem of the whole value is reported against (`body`); absent: the message alone. */
+  root?: string;
+  /** `a.0.b` instead of `a[0].b`. */
+  dotted?: boolean;
+  /** An unknown key reported at its own path (true), or once at its object's with zod's message. */
+  unknownKeysAtKey?: boolean;
+};
+
+/** `path: message` for the first `max` issues, joined by "; ", worded as `ZodErrorWording` says. */
+export function formatZodError(error: z.ZodError, wording: ZodErrorWording | number = {}): string {
+  const w: ZodErrorWording = typeof wording === "number" ? { max: wording } : wording;
+  const max = w.max ?? 3;
   const parts: string[] = [];
   for (const issue of error.issues) {
     const paths =
-      issue.code === "unrecognized_keys" ? issue.keys.map((k) => [...issue.path, k]) : [issue.path as PropertyKey[]];
+      issue.code === "unrecognized_keys" && w.unknownKeysAtKey !== false
+        ? issue.keys.map((k) => [...issue.path, k])
+        : [issue.path as PropertyKey[]];
     for (const path of paths) {
-      const where = formatIssuePath(path);
+      const where = formatIssuePath(path, w.dotted) || w.root;
       parts.push(where ? `${where}: ${issue.message}` : issue.message);
     }
   }
   const shown = parts.slice(0, max);
-  if (parts.length > max) shown.push(`and ${parts.length - max} more`);
+  if (parts.length > max && w.countRest !== false) shown.push(`and ${parts.length - max} more`);
   return shown.join("; ");
 }

@@ -7,7 +7,7 @@ import type { z } from "zod";
 export function parse<S extends z.ZodType>(schema: S, value: unknown, where = "body"): z.infer<S> {
   const r = schema.safeParse(value ?? {});
   if (r.success) return r.data;
-  throw invalid(formatIssues(r.error.issues, where));
+  throw invalid(formatZodError(r.error, { root: where, dotted: true, unknownKeysAtKey: false, countRest: false }));
 }
 
 /** Query strings: same rules, and a problem without a field is reported against `query`. */
@@ -22,13 +22,6 @@ export function parseRuleInput<S extends z.ZodType>(schema: S, value: unknown): 
   const r = schema.safeParse(value ?? undefined);
   if (r.success) return r.data;
   throw invalid(formatZodError(r.error));
-}
-
-function formatIssues(issues: readonly z.core.$ZodIssue[], where = "body"): string {
-  return issues
-    .slice(0, 3)
-    .map((i) => `${i.path.length ? i.path.map(String).join(".") : where}: ${i.message}`)
-    .join("; ");
 }
 
 export function accountOf(req: Request): string {
