@@ -27,7 +27,8 @@ export type WorkerBoot = {
 
 /**
  * What a service that takes requests (API, SMTP) runs on: no blocking worker connection, and a
- * producer connection that fails fast while Redis is down (HTTP 503 / SMTP 451, not a hang).
+ * producer connection that fails fast while Redis is down (HTTP 503; SMTP accepts without the
+ * wake-up, which the rule engine's sweeper makes up for), not a hang.
  */
 export type ProducerBoot = Omit<WorkerBoot, "workerRedis">;
 

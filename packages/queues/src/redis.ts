@@ -15,7 +15,8 @@ export const isClusterUrl = (url: string): boolean => /^rediss?\+cluster:\/\//i.
 /**
  * Redis connections for BullMQ. Workers block on Redis and must retry forever
  * (`maxRetriesPerRequest: null`); producers sit in request paths (SMTP, HTTP) and must fail fast
- * when Redis is gone (`enableOfflineQueue: false`), so the caller can answer 451 / 503.
+ * when Redis is gone (`enableOfflineQueue: false`), so the caller can answer 503 (the API) or go on
+ * without the wake-up (SMTP: the committed rows are the work; smtp-ingest/src/spool.ts).
  */
 export function createRedis(url: string, role: RedisRole, extra: RedisOptions = {}): RedisClient {
   const base: RedisOptions =

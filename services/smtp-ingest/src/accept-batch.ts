@@ -1,13 +1,16 @@
 import type { TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
-import { queueJobs, type Spooled, type SpoolInput, spoolMessage, spoolRows } from "./spool.ts";
+import { type SignalFailed, type Spooled, type SpoolInput, signalJobs, spoolMessage, spoolRows } from "./spool.ts";
 import { spoolTogether } from "./spool-batch.ts";
 
 /** How much one batch takes at most (the rest waits for the next). */
 export type BatchLimits = { maxMessages: number; maxBytes: number };
 
-/** `written(n)`: a batch statement wrote n messages (for the metrics). */
-export type BatchObserver = { written(messages: number): void };
+/**
+ * `written(n)`: a batch statement wrote n messages (for the metrics); `signalFailed`: their jobs could
+ * not be queued after the 250 (spool.ts signalJobs; the rows wait for the rule engine's sweeper).
+ */
+export type BatchObserver = { written(messages: number): void; signalFailed: SignalFailed };
 
 export const defaultBatchLimits: BatchLimits = { maxMessages: 64, maxBytes: 8 * 1024 * 1024 };
 
@@ -19,11 +22,12 @@ type Waiting = { input: SpoolInput; resolve(spoolId: string): void; reject(err: 
 /**
  * Group commit of accepted messages (issue 13). A message arriving while no batch statement is in
  * flight is written at once, alone; messages arriving while one is in flight wait for it and then
- * go together in the next: one statement and one commit for all of them (spool-batch.ts), then all
- * their jobs in one Redis call. No timer: a single connection pays nothing extra, and the busier
- * the server, the bigger the batches. Durability is spoolMessage's: each caller's promise resolves
- * (SMTP 250) only after its bytes, recipients, usage count and jobs are durable; if the batch's jobs
- * cannot be queued, all of its rows are removed and every message of it is refused (451). A message
+ * go together in the next: one statement and one commit for all of them (spool-batch.ts); then every
+ * caller is answered and all their jobs go in one Redis call, not awaited. No timer: a single
+ * connection pays nothing extra, and the busier the server, the bigger the batches. Durability is
+ * spoolMessage's: each caller's promise resolves (SMTP 250) only after its bytes, recipients (the
+ * rule engine's work items) and usage count are committed; a job that cannot be queued is left to
+ * the rule engine's sweeper (spool.ts signalJobs). A message
  * the batch could not count (its account's shards have no room for the batch's share), or every
  * message of a batch whose statement failed, settles alone instead, so one message's refusal
  * (OverAllotment) or fault never becomes another's. Messages that do not fit the batch statement
@@ -33,7 +37,7 @@ export function acceptInBatches(
   pool: pg.Pool,
   queue: TypedQueue<"inbound">,
   limits: BatchLimits = defaultBatchLimits,
-  observer?: BatchObserver,
+  observer: BatchObserver,
 ): Accepting {
   const waiting: Waiting[] = [];
   let writing = false; // a batch statement is in flight; its Redis call is not counted
@@ -49,7 +53,7 @@ export function acceptInBatches(
 
   return {
     accept(input) {
-      if (!batchable(input)) return spoolMessage(pool, queue, input);
+      if (!batchable(input)) return spoolMessage(pool, queue, input, observer.signalFailed);
       return new Promise<string>((resolve, reject) => {
         waiting.push({ input, resolve, reject });
         next();
@@ -76,15 +80,15 @@ function take(waiting: Waiting[], limits: BatchLimits): Waiting[] {
   return waiting.splice(0, n);
 }
 
-/** Writes one batch, calls `written` once its statement is done, then queues its jobs and answers. */
+/** Writes one batch, calls `written` once its statement is done, answers, then queues its jobs. */
 async function settle(
   pool: pg.Pool,
   queue: TypedQueue<"inbound">,
   batch: Waiting[],
-  observer: BatchObserver | undefined,
+  observer: BatchObserver,
   written: () => void,
 ): Promise<void> {
-  const alone = (w: Waiting) => spoolMessage(pool, queue, w.input).then(w.resolve, w.reject);
+  const alone = (w: Waiting) => spoolMessage(pool, queue, w.input, observer.signalFailed).then(w.resolve, w.reject);
   let spooled: Spooled;
   let together: Waiting[];
   try {
@@ -108,13 +112,8 @@ async function settle(
     return;
   }
   written();
-  observer?.written(together.length);
+  observer.written(together.length);
   if (together.length === 0) return;
-  try {
-    await queueJobs(pool, queue, spooled);
-  } catch (err) {
-    for (const w of together) w.reject(err);
-    return;
-  }
   for (const w of together) w.resolve(w.input.body.spoolId);
+  await signalJobs(queue, spooled, observer.signalFailed);
 }

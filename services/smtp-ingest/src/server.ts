@@ -70,7 +70,8 @@ type Ingest = {
 
 /**
  * The SMTP ingest server (DESIGN.md §3.1): recipient checks at RCPT, the size limit at DATA, and
- * `250` only after the message and its jobs are durable (spool.ts, grouped by accept-batch.ts).
+ * `250` only after the message and its recipients (the rule engine's work items) are committed
+ * (spool.ts, grouped by accept-batch.ts).
  */
 export function createIngestServer(opts: IngestOptions): IngestServer {
   useOwnEnhancedCodes();
@@ -81,6 +82,9 @@ export function createIngestServer(opts: IngestOptions): IngestServer {
     lookup: lookupInBatches(db),
     spool: acceptInBatches(db, opts.queue, opts.acceptBatch ?? defaultBatchLimits, {
       written: (n) => ingest.metrics?.batch(n),
+      // Accepted mail is safe in Postgres: the rule engine's sweeper queues these recipients later.
+      signalFailed: (err, recipients) =>
+        dependencyErrors(opts.logger).report("redis", err, { source: "inbound job after 250", recipients }),
     }),
     closing: false,
   };

@@ -3,7 +3,7 @@ import { newId, type Queryable, withTransaction } from "@mailroom/db";
 import { enqueueBulk, type TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
 import type { Route } from "./recipients.ts";
-import { CLAIM_FREE_SHARD, type Claim, type ClaimRequest, claim, claimParams, releaseClaims } from "./usage.ts";
+import { CLAIM_FREE_SHARD, type Claim, type ClaimRequest, claim, claimParams } from "./usage.ts";
 
 /**
  * The message bytes: `staged` slices already in spool_chunks under `spoolId` (see receive.ts),
@@ -21,26 +21,33 @@ export type SpoolInput = {
 
 export type Recipient = Route & { id: string };
 
-/** What an acceptance wrote, undone together (unspool) if its jobs cannot be queued. */
+/** What an acceptance wrote: its messages, their recipients (each one the rule engine's work item), the counts. */
 export type Spooled = { spoolIds: string[]; recipientIds: string[]; claims: Claim[] };
+
+/** A wake-up that could not be queued (the rows stay pending; the rule engine's sweeper queues them). */
+export type SignalFailed = (err: unknown, recipients: number) => void;
 
 /**
  * Makes an accepted message durable: the raw bytes, one row per recipient and the usage count in one
- * Postgres transaction, then one `inbound` job per recipient. Only when all of that has succeeded
- * may SMTP answer 250. If the jobs cannot be queued, the rows are removed again and the caller
- * answers 451, so the sender retries and nothing is left half-written. Slices staged while DATA
- * was streaming are joined into spooled_messages.raw and deleted in that same transaction, so the
- * message exists either whole, as a spool row, or not at all. Throws OverAllotment (usage.ts) when
- * an account's allotment ran out since RCPT; nothing is written then either. Messages of concurrent
- * sessions are grouped into one statement by accept-batch.ts, which calls the two halves below.
+ * Postgres transaction. The committed `pending` recipient row IS the rule engine's work item: Postgres
+ * rows are the truth and Redis (kept without persistence) only says "do it now", so SMTP may answer
+ * 250 as soon as the transaction has committed. The `inbound` jobs are then queued without waiting
+ * (signalJobs); if that fails (Redis down, the process killed first), the rows stay pending and the
+ * rule engine's sweeper queues them after SWEEP_AFTER_MS. Slices staged while DATA was streaming are
+ * joined into spooled_messages.raw and deleted in that same transaction, so the message exists
+ * either whole, as a spool row, or not at all. Throws OverAllotment (usage.ts) when an account's
+ * allotment ran out since RCPT, and any Postgres error; nothing is written then (the caller answers
+ * 452/451). Messages of concurrent sessions are grouped into one statement by accept-batch.ts, which
+ * calls the two halves below.
  */
 export async function spoolMessage(
   pool: pg.Pool,
   queue: TypedQueue<"inbound">,
   input: SpoolInput,
+  signalFailed: SignalFailed,
   now = new Date(),
 ): Promise<string> {
-  await queueJobs(pool, queue, await spoolRows(pool, input, now));
+  void signalJobs(queue, await spoolRows(pool, input, now), signalFailed);
   return input.body.spoolId;
 }
 
@@ -75,20 +82,20 @@ export async function spoolRows(pool: pg.Pool, input: SpoolInput, now = new Date
 }
 
 /**
- * The Redis half: one `inbound` job per recipient, all in one round trip. If they cannot be queued,
- * the rows and counts are removed again and this throws (the callers answer 451).
+ * The Redis half, after the commit: one `inbound` job per recipient (job id = recipient id, so the
+ * sweeper queueing the same row again is a no-op), all in one round trip. Never rejects: a failure
+ * goes to `failed` and the rows wait for the sweeper. Not awaited before the 250 (issue 13: the
+ * Redis hop was a fifth of one connection's time per message and added nothing durable).
  */
-export async function queueJobs(pool: pg.Pool, queue: TypedQueue<"inbound">, spooled: Spooled): Promise<void> {
-  try {
-    await enqueueBulk(
-      queue,
-      "inbound",
-      spooled.recipientIds.map((id) => ({ payload: { spoolRecipientId: id }, options: { jobId: id } })),
-    );
-  } catch (err) {
-    await unspool(pool, spooled).catch(() => undefined);
-    throw err;
-  }
+export function signalJobs(queue: TypedQueue<"inbound">, spooled: Spooled, failed: SignalFailed): Promise<void> {
+  return enqueueBulk(
+    queue,
+    "inbound",
+    spooled.recipientIds.map((id) => ({ payload: { spoolRecipientId: id }, options: { jobId: id } })),
+  ).then(
+    () => undefined,
+    (err: unknown) => failed(err, spooled.recipientIds.length),
+  );
 }
 
 /** One claim per account, in account order (so transactions settling several accounts lock alike). */
@@ -212,13 +219,5 @@ function acceptInTransaction(
       [body.spoolId, now, ...recipientArrays(recipients)],
     );
     return claims;
-  });
-}
-
-/** Undoes accepted messages whose jobs could not be queued: their rows (recipients cascade) and counts. */
-async function unspool(pool: pg.Pool, spooled: Spooled) {
-  await withTransaction(pool, async (db) => {
-    await db.query(`DELETE FROM spooled_messages WHERE id = ANY($1::text[])`, [spooled.spoolIds]);
-    await releaseClaims(db, spooled.claims);
   });
 }

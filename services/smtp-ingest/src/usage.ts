@@ -20,7 +20,7 @@ export class OverAllotment extends Error {
   }
 }
 
-/** What one acceptance took: `n` counted on `shard`, given back by releaseClaims if it is undone. */
+/** What one acceptance took: `n` counted on `shard`. */
 export type Claim = { accountId: string; month: string; shard: number; n: number };
 
 /** `allotment` null: no allotment (counted, never refused), so no caps either. */
@@ -124,18 +124,4 @@ async function settle(db: Queryable, r: ClaimRequest): Promise<Claim> {
     [r.accountId, r.month, r.allotment, shards.map((s) => s.shard), shards.map((s) => s.received), caps],
   );
   return { accountId: r.accountId, month: r.month, shard: target.shard, n: r.n };
-}
-
-/**
- * Gives claims back (the message was refused after all). The caps stay: the room returns to the
- * shard it was taken from, so the caps still add up to what the allotment leaves.
- */
-export async function releaseClaims(db: Queryable, claims: Claim[]): Promise<void> {
-  if (claims.length === 0) return;
-  await db.query(
-    `UPDATE usage_shards u SET received = u.received - v.n
-       FROM unnest($1::text[], $2::text[], $3::int[], $4::int[]) AS v("accountId", month, shard, n)
-      WHERE u."accountId" = v."accountId" AND u.month = v.month AND u.shard = v.shard`,
-    [claims.map((c) => c.accountId), claims.map((c) => c.month), claims.map((c) => c.shard), claims.map((c) => c.n)],
-  );
 }
