@@ -30,6 +30,12 @@ export const eventStreamKey = (prefix: string, accountId: string) => `${prefix}:
 
 export type EventPublisher = (event: MailEvent) => Promise<void>;
 
+/** The `onError` every service gives its publisher: one warn line naming the event that was lost. */
+export const logPublishFailure =
+  (logger: { warn(obj: object, msg: string): void }) =>
+  (err: Error, event: MailEvent): void =>
+    logger.warn({ err: err.message, type: event.type, accountId: event.accountId }, "event publish failed");
+
 /**
  * A publisher on `redis`. Failures (Redis away) are logged by the caller's `onError` and swallowed:
  * the mail itself is already committed in Postgres, and an event is a notification, not the record.

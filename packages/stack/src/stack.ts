@@ -1,21 +1,17 @@
 import { runCommand } from "@mailroom/admin";
 import { type ApiService, loadApiEnv, type RateLimitConfig, startApiService } from "@mailroom/api";
-import { createPrisma, type PrismaClient, poolOf } from "@mailroom/db";
+import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createDomainDns, type DomainDns } from "@mailroom/domain-verification";
 import { loadVerifierEnv, startVerifierService } from "@mailroom/domain-verifier";
-import { createEgressResolver } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { startObservability, type WorkerBoot } from "@mailroom/observability";
 import { loadSenderEnv, startSenderService } from "@mailroom/outbound-sender";
-import { createEventPublisher, createRedisConnections, type TypedQueue } from "@mailroom/queues";
+import { createRedisConnections, type TypedQueue } from "@mailroom/queues";
+import { type DnsResolve, loadRuleEngineEnv, startRuleEngineService } from "@mailroom/rule-engine";
 import { loadIngestEnv, startIngestService } from "@mailroom/smtp-ingest";
-import { attachmentLinks, createByteStore, type S3Settings } from "@mailroom/storage";
+import type { S3Settings } from "@mailroom/storage";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
-import { createParser } from "../../../services/rule-engine/src/parse.ts";
-import type { DnsResolve } from "../../../services/rule-engine/src/verdicts.ts";
-import { startRuleEngine } from "../../../services/rule-engine/src/worker.ts";
-import { createSender } from "../../../services/webhook-dispatcher/src/send.ts";
-import { startDispatcher } from "../../../services/webhook-dispatcher/src/worker.ts";
+import { loadDispatcherEnv, startDispatcherService } from "@mailroom/webhook-dispatcher";
 
 export type Stack = {
   env: TestEnv;
@@ -71,6 +67,9 @@ export type StackOptions = {
   /** Start the outbound sender too (queues `outbound` and `forward`), relaying to this SMTP server. */
   outbound?: { relayUrl: string; maxAttempts?: number; backoffUnitMs?: number };
 };
+
+/** What the API puts in links (it listens on an ephemeral port, so not its own URL). */
+const PUBLIC_API_URL = "http://127.0.0.1:0";
 
 const noDns: DnsResolve = async () => {
   throw Object.assign(new Error("no DNS in tests"), { code: "ENOTFOUND" });
@@ -177,7 +176,7 @@ async function startApi(shared: Shared, opts: StackOptions, closers: Closer[]) {
     API_HOST: "127.0.0.1",
     MX_HOST: "mx.mailroom.test",
     DKIM_DOMAIN: "mailroom.test",
-    PUBLIC_API_URL: "http://127.0.0.1:0",
+    PUBLIC_API_URL,
     CURSOR_SECRET: "test-cursor-secret",
     RATE_LIMIT_REQUESTS: String(opts.rateLimit?.limit ?? 100_000),
     RATE_LIMIT_WINDOW_SECONDS: String(opts.rateLimit?.windowSeconds ?? 60),
@@ -217,63 +216,33 @@ async function startIngest(shared: Shared, opts: StackOptions, closers: Closer[]
 }
 
 async function startEngine(shared: Shared, opts: StackOptions, closers: Closer[]) {
-  const { prisma, queues, env } = shared;
-  const boot = await bootOf("rule-engine", shared, closers);
-  // As main.ts wires it: the parser is created by the composition root and closed after the worker.
-  const parser = createParser({ threads: 2 });
-  const bytes = opts.s3 ? createByteStore({ backend: "s3", s3: opts.s3.settings }, poolOf(prisma)) : undefined;
-  const engine = startRuleEngine({
-    prisma,
-    parser,
-    logger: boot.logger,
-    deliveryQueue: queues.deliveryQueue,
-    forwardQueue: queues.forwardQueue,
-    inboundQueue: queues.inboundQueue,
-    connection: shared.workerRedis,
-    prefix: env.redisPrefix,
-    concurrency: 2,
-    sweepIntervalMs: 3_600_000,
-    resolver: opts.authResolver ?? noDns,
-    mtaHostname: "mx.mailroom.test",
-    events: createEventPublisher(shared.producerRedis, env.redisPrefix, () => undefined),
-    ...(bytes ? { bytes } : {}),
+  const env = loadRuleEngineEnv({
+    ...commonEnv(shared, opts),
+    RULE_ENGINE_CONCURRENCY: "2",
+    SWEEP_INTERVAL_MS: "3600000",
+    SMTP_HOSTNAME: "mx.mailroom.test",
   });
-  closers.push(() => engine.close().finally(() => parser.close()));
-  if (bytes) closers.push(async () => bytes.close());
+  const engine = await startRuleEngineService(env, {
+    boot: await bootOf("rule-engine", shared, closers),
+    resolver: opts.authResolver ?? noDns,
+  });
+  closers.push(() => engine.close());
 }
 
 async function startDispatch(shared: Shared, opts: StackOptions, apiUrl: string, closers: Closer[]) {
-  const { prisma, env } = shared;
-  const boot = await bootOf("webhook-dispatcher", shared, closers);
-  const allowPrivate = opts.allowPrivateDestinations ?? true;
-  const store = opts.s3 ? createByteStore({ backend: "s3", s3: opts.s3.settings }, poolOf(prisma)) : undefined;
-  const links = store
-    ? attachmentLinks(store, opts.s3?.signedUrlTtlSeconds ?? 3600)
-    : opts.signedUrlSecret
-      ? attachmentLinks(createByteStore({ backend: "postgres" }, poolOf(prisma)), 3600, {
-          publicApiUrl: apiUrl,
-          secret: opts.signedUrlSecret,
-        })
-      : undefined;
-  const dispatcher = startDispatcher({
-    prisma,
-    queue: shared.queues.deliveryQueue,
-    logger: boot.logger,
-    send: createSender({ allowPrivate, resolver: createEgressResolver(opts.egressDnsServers) }),
-    publicApiUrl: "http://127.0.0.1:0",
-    backoffUnitMs: opts.backoffUnitMs ?? 60_000,
-    connection: shared.workerRedis,
-    prefix: env.redisPrefix,
-    concurrency: opts.dispatcher?.concurrency ?? 4,
-    endpointConcurrency: opts.dispatcher?.endpointConcurrency ?? 4,
-    slotsRedis: shared.producerRedis,
-    sweepIntervalMs: opts.dispatcher?.sweepIntervalMs ?? 30_000,
-    sweepGraceMs: opts.dispatcher?.sweepGraceMs ?? 30_000,
-    events: createEventPublisher(shared.producerRedis, env.redisPrefix, () => undefined),
-    ...(links ? { attachmentLinks: links } : {}),
+  const env = loadDispatcherEnv({
+    ...commonEnv(shared, opts),
+    // The API's PUBLIC_API_URL (the API learns its port only once listening), except for the links the
+    // API serves without a key (SIGNED_URL_SECRET): those must reach this stack's API.
+    PUBLIC_API_URL: opts.signedUrlSecret ? apiUrl : PUBLIC_API_URL,
+    BACKOFF_UNIT_MS: String(opts.backoffUnitMs ?? 60_000),
+    DISPATCHER_CONCURRENCY: String(opts.dispatcher?.concurrency ?? 4),
+    DISPATCHER_ENDPOINT_CONCURRENCY: String(opts.dispatcher?.endpointConcurrency ?? 4),
+    SWEEP_INTERVAL_MS: String(opts.dispatcher?.sweepIntervalMs ?? 30_000),
+    SWEEP_GRACE_MS: String(opts.dispatcher?.sweepGraceMs ?? 30_000),
   });
+  const dispatcher = await startDispatcherService(env, { boot: await bootOf("webhook-dispatcher", shared, closers) });
   closers.push(() => dispatcher.close());
-  if (store) closers.push(async () => store.close());
 }
 
 async function startDomainVerifier(shared: Shared, opts: StackOptions, closers: Closer[]) {

@@ -7,7 +7,7 @@ import {
   registerQueueMetrics,
   type WorkerBoot,
 } from "@mailroom/observability";
-import { createEventPublisher } from "@mailroom/queues";
+import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
 import { closeInOrder, type ShutdownStep } from "@mailroom/runtime";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import type { SenderEnv } from "./env.ts";
@@ -54,9 +54,7 @@ export async function startSenderService(env: SenderEnv, deps: SenderServiceDeps
     concurrency: env.OUTBOUND_CONCURRENCY,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     forwardQueue,
-    events: createEventPublisher(producerRedis, env.REDIS_PREFIX, (err, e) =>
-      logger.warn({ err: err.message, type: e.type, accountId: e.accountId }, "event publish failed"),
-    ),
+    events: createEventPublisher(producerRedis, env.REDIS_PREFIX, logPublishFailure(logger)),
   });
   logger.info(
     { relay: new URL(env.SMTP_RELAY_URL).host, concurrency: env.OUTBOUND_CONCURRENCY },

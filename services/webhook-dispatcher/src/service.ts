@@ -1,0 +1,85 @@
+import { poolOf } from "@mailroom/db";
+import { createConnectionPool, createEgressResolver } from "@mailroom/egress";
+import type { Logger } from "@mailroom/log";
+import {
+  bootSteps,
+  bootWorker,
+  createDeliveryMetrics,
+  registerQueueMetrics,
+  type WorkerBoot,
+} from "@mailroom/observability";
+import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
+import { closeInOrder, type ShutdownStep } from "@mailroom/runtime";
+import { attachmentLinks, byteStoreConfig, createByteStore } from "@mailroom/storage";
+import type { DispatcherEnv } from "./env.ts";
+import { createSender } from "./send.ts";
+import { startDispatcher } from "./worker.ts";
+
+/** What a test (the in-process stack) hands in instead of what the dispatcher would make from its env. */
+export type DispatcherServiceDeps = {
+  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
+  boot?: WorkerBoot;
+};
+
+export type DispatcherService = {
+  logger: Logger;
+  /** Shutdown in order: readiness, the worker, keep-alive connections, the queue, byte store, then what the boot made. */
+  steps: ShutdownStep[];
+  close(): Promise<void>;
+};
+
+/** The webhook-dispatcher process (queue `delivery`), wired once for main.ts and the test stack. */
+export async function startDispatcherService(
+  env: DispatcherEnv,
+  deps: DispatcherServiceDeps = {},
+): Promise<DispatcherService> {
+  // Logger, Prisma, health port, Redis connections, the wait for Postgres and Redis, readiness checks.
+  const boot = deps.boot ?? (await bootWorker("webhook-dispatcher", env));
+  const { logger, prisma, obs, redisConnections, workerRedis, producerRedis } = boot;
+  const queue = redisConnections.queue("delivery", producerRedis);
+  // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
+  registerQueueMetrics(obs.registry, [queue]);
+  // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
+  const resolver = createEgressResolver(env.DNS_SERVERS);
+  // Keep-alive connections per endpoint, keyed by the addresses checked at each delivery.
+  const pool = createConnectionPool();
+  // Only links are signed here (no bytes move): with BYTE_STORE=s3 each payload carries presigned URLs.
+  const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
+  const signed = env.SIGNED_URL_SECRET
+    ? { publicApiUrl: env.PUBLIC_API_URL, secret: env.SIGNED_URL_SECRET }
+    : undefined;
+  const dispatcher = startDispatcher({
+    prisma,
+    metrics: createDeliveryMetrics(obs.registry),
+    queue,
+    logger,
+    send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver, pool }),
+    publicApiUrl: env.PUBLIC_API_URL,
+    attachmentLinks: attachmentLinks(bytes, env.SIGNED_URL_TTL_SECONDS, signed),
+    backoffUnitMs: env.BACKOFF_UNIT_MS,
+    connection: workerRedis,
+    prefix: env.REDIS_PREFIX,
+    concurrency: env.DISPATCHER_CONCURRENCY,
+    endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY,
+    slotsRedis: producerRedis,
+    sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    sweepGraceMs: env.SWEEP_GRACE_MS,
+    events: createEventPublisher(producerRedis, env.REDIS_PREFIX, logPublishFailure(logger)),
+  });
+  logger.info(
+    { concurrency: env.DISPATCHER_CONCURRENCY, endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY },
+    "webhook-dispatcher consuming queue delivery",
+  );
+  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
+  obs.health.started();
+  const steps: ShutdownStep[] = [
+    // First: readiness turns false, so load balancers and probes see the drain.
+    { name: "readiness", close: () => obs.drain() },
+    { name: "worker", close: () => dispatcher.close() },
+    { name: "connections", close: async () => pool.close() },
+    { name: "queue", close: () => queue.close() },
+    { name: "byte store", close: () => bytes.close() },
+    ...(deps.boot ? [] : bootSteps(boot)),
+  ];
+  return { logger, steps, close: () => closeInOrder(logger, steps) };
+}
