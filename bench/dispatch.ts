@@ -8,9 +8,8 @@
 import { performance } from "node:perf_hooks";
 import { newId } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
-import { type Receiver, startReceiver } from "@mailroom/testing";
+import { type Receiver, seedDomain, seedEndpoint, startReceiver } from "@mailroom/testing";
 import got from "got";
-import { seedDomain, seedEndpoint } from "../services/smtp-ingest/test/harness.ts";
 import { enqueueAttempt } from "../services/webhook-dispatcher/src/dispatch.ts";
 import { benchEnv } from "./lib/env.ts";
 import { interleave, medianOf } from "./lib/interleave.ts";
