@@ -1,8 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type DnsServer, startDnsServer } from "@mailroom/testing";
-import { seedDomain } from "../../smtp-ingest/test/harness.ts";
+import { type DnsServer, seedDomain, startDnsServer } from "@mailroom/testing";
 import { createDnsResolve } from "../src/resolver.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 

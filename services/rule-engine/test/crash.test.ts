@@ -3,9 +3,18 @@ import { resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis } from "@mailroom/queues";
-import { type DnsServer, startDnsServer, startThrowawayRedis, type ThrowawayRedis, waitFor } from "@mailroom/testing";
-import { sendOnce, simpleMessage } from "../../smtp-ingest/test/clients.ts";
-import { seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
+import {
+  type DnsServer,
+  seedAddress,
+  seedDomain,
+  seedEndpoint,
+  sendOnce,
+  simpleMessage,
+  startDnsServer,
+  startThrowawayRedis,
+  type ThrowawayRedis,
+  waitFor,
+} from "@mailroom/testing";
 import { createDnsResolve } from "../src/resolver.ts";
 import { startRuleEngine } from "../src/worker.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";

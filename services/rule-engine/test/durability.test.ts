@@ -2,13 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createPrisma, newId, type PrismaClient } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { enqueue } from "@mailroom/queues";
-import { waitFor } from "@mailroom/testing";
-import { simpleMessage } from "../../smtp-ingest/test/clients.ts";
-import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
+import type { PgProxy, Seeded } from "@mailroom/testing";
+import { seedAddress, seedDomain, seedEndpoint, simpleMessage, startPgProxy, waitFor } from "@mailroom/testing";
 import { type ProcessDeps, processRecipient } from "../src/process.ts";
 import { purgeUnusedSpools } from "../src/sweeper.ts";
 import { type RuleEngine, startRuleEngine } from "../src/worker.ts";
-import { type PgProxy, startPgProxy } from "./pg-proxy.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
 const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");

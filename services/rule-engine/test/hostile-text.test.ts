@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { emailView } from "@mailroom/core";
 import { newId, poolOf, readBytea } from "@mailroom/db";
-import { waitFor } from "@mailroom/testing";
-import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
+import { type Seeded, seedAddress, seedDomain, seedEndpoint, waitFor } from "@mailroom/testing";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
 const b64 = (bytes: number[] | Buffer) => Buffer.from(bytes).toString("base64");

@@ -1,8 +1,7 @@
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
-import { waitFor } from "@mailroom/testing";
-import { type SendOutcome, sendOnce } from "../../smtp-ingest/test/clients.ts";
-import { type Ingest, type IngestEnv, ingestEnv } from "../../smtp-ingest/test/harness.ts";
+import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack";
+import { type SendOutcome, sendOnce, waitFor } from "@mailroom/testing";
 import { createParser, type Parser } from "../src/parse.ts";
 import type { ProcessDeps } from "../src/process.ts";
 import type { DnsResolve } from "../src/verdicts.ts";

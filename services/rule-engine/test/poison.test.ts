@@ -2,12 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { emailView } from "@mailroom/core";
 import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
-import { waitFor } from "@mailroom/testing";
-import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
+import type { PgProxy, Seeded } from "@mailroom/testing";
+import { seedAddress, seedDomain, seedEndpoint, startPgProxy, waitFor } from "@mailroom/testing";
 import { DEFAULT_MAX_TRIES, processWithBudget } from "../src/attempts.ts";
 import { isDependencyOutage } from "../src/outage.ts";
 import { type ProcessDeps, processRecipient } from "../src/process.ts";
-import { type PgProxy, startPgProxy } from "./pg-proxy.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 import { poisonMessage } from "./poison-message.ts";
 

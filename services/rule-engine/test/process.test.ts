@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger } from "@mailroom/log";
-import { mimeWithAttachment, waitFor } from "@mailroom/testing";
-import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
+import { mimeWithAttachment, type Seeded, seedAddress, seedDomain, seedEndpoint, waitFor } from "@mailroom/testing";
 import { processRecipient } from "../src/process.ts";
 import { sweepPendingRecipients } from "../src/sweeper.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
+import { type Seeded, seedAddress, seedDomain, seedEndpoint, simpleMessage } from "@mailroom/testing";
 import pg from "pg";
-import { simpleMessage } from "../../smtp-ingest/test/clients.ts";
-import { type Seeded, seedAddress, seedDomain, seedEndpoint } from "../../smtp-ingest/test/harness.ts";
 import { processWithBudget } from "../src/attempts.ts";
 import { createParser, type Parser } from "../src/parse.ts";
 import type { ProcessDeps } from "../src/process.ts";

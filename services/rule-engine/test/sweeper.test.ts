@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createLogger } from "@mailroom/log";
-import { simpleMessage } from "../../smtp-ingest/test/clients.ts";
-import { seedAddress, seedDomain } from "../../smtp-ingest/test/harness.ts";
+import { seedAddress, seedDomain, simpleMessage } from "@mailroom/testing";
 import { sweepPendingRecipients } from "../src/sweeper.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 

@@ -1,8 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { type DnsServer, startDnsServer } from "@mailroom/testing";
+import { type DnsServer, seedAddress, seedDomain, startDnsServer } from "@mailroom/testing";
 import { dkimSign } from "mailauth";
-import { seedAddress, seedDomain } from "../../smtp-ingest/test/harness.ts";
 import { createDnsResolve } from "../src/resolver.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
