@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { beforeAll, describe, expect, it } from "@jest/globals";
 import { createCursorCodec, Prisma } from "@mailroom/db";
-import { API_ONLY, type Stack, startStack, type TestAccount, useStack } from "@mailroom/stack";
+import { API_ONLY, type Stack, type TestAccount, useStack } from "@mailroom/stack";
 import { seedEmail } from "@mailroom/testing";
 import { EMAIL_SEARCH_DOCUMENT, EMAIL_SEARCH_INDEX } from "../src/ops/email-search.ts";
 import { emailListSql, listEmailsQuery } from "../src/ops/emails.ts";

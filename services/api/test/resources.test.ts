@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { beforeAll, describe, expect, it } from "@jest/globals";
 import { API_ONLY, type Stack, startStack, type TestAccount, useStack } from "@mailroom/stack";
 import { seedEmail } from "@mailroom/testing";
 
