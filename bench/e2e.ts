@@ -13,7 +13,15 @@
 //                             --loads 10,50,saturation --cpu-prof DIR]
 import { generateKeyPairSync } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { type DnsServer, sparePort, startDnsServer, startReceiver, seedAddress, seedDomain, seedEndpoint } from "@mailroom/testing";
+import {
+  type DnsServer,
+  seedAddress,
+  seedDomain,
+  seedEndpoint,
+  sparePort,
+  startDnsServer,
+  startReceiver,
+} from "@mailroom/testing";
 import { dkimSign } from "mailauth";
 import { benchEnv } from "./lib/env.ts";
 import { interleave, medianOf } from "./lib/interleave.ts";
