@@ -21,7 +21,8 @@ export type Pipeline = IngestEnv & {
   stop(): Promise<void>;
 };
 
-const noDns: DnsResolve = async () => {
+/** A resolver that fails every lookup as an unknown name would: for tests with no DNS server. */
+export const noDns: DnsResolve = async () => {
   throw Object.assign(new Error("no DNS in this test"), { code: "ENOTFOUND" });
 };
 

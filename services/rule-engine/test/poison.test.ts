@@ -1,19 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { emailView } from "@mailroom/core";
 import { createPrisma, type PrismaClient } from "@mailroom/db";
-import { createLogger } from "@mailroom/log";
-import type { PgProxy, Seeded } from "@mailroom/testing";
-import { seedAddress, seedDomain, seedEndpoint, startPgProxy, waitFor } from "@mailroom/testing";
+import type { PgProxy } from "@mailroom/testing";
+import { startPgProxy, waitFor } from "@mailroom/testing";
 import { DEFAULT_MAX_TRIES, processWithBudget } from "../src/attempts.ts";
 import { isDependencyOutage } from "../src/outage.ts";
 import { type ProcessDeps, processRecipient } from "../src/process.ts";
-import { type Pipeline, startPipeline } from "./pipeline.ts";
+import { useDrivenPipeline } from "./driven.ts";
 import { poisonMessage } from "./poison-message.ts";
-
-const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
-const noDns = async () => {
-  throw Object.assign(new Error("no DNS in this test"), { code: "ENOTFOUND" });
-};
 
 /**
  * The processing budget (attempts.ts): a poison message ends stored as PROCESSING_FAILED after a
@@ -21,52 +15,31 @@ const noDns = async () => {
  * not running here: each test drives processWithBudget as the inbound job does, try after try.
  */
 describe("poison messages", () => {
-  let p: Pipeline;
-  let d: Seeded;
-  let endpointId: string;
-  let deps: ProcessDeps;
-
-  beforeAll(async () => {
-    p = await startPipeline({ engine: false });
-    d = await seedDomain(p.prisma, "poison.example");
-    endpointId = await seedEndpoint(p.prisma, d.accountId, "http://127.0.0.1:9/hook");
-    await seedAddress(p.prisma, d, "in", { endpointId });
-    deps = {
-      prisma: p.prisma,
-      deliveryQueue: p.deliveryQueue,
-      logger,
-      resolver: noDns,
-      mtaHostname: "mx.mailroom.test",
-      parser: p.parser,
-    };
-  });
-  afterAll(async () => {
-    await p?.stop();
-  });
+  const t = useDrivenPipeline("poison.example");
 
   /** Accepted over SMTP; its job removed so only the test drives it. */
   const accept = async (raw: string) => {
-    const r = await p.sendRaw("mallory@outside.example", ["in@poison.example"], raw);
+    const r = await t.p.sendRaw("mallory@outside.example", ["in@poison.example"], raw);
     expect(r.response).toMatch(/^250 /);
-    const rcpt = await p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: r.spoolId! } });
-    await (await p.queue.getJob(rcpt.id))?.remove();
+    const rcpt = await t.p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: r.spoolId! } });
+    await (await t.p.queue.getJob(rcpt.id))?.remove();
     return { spoolId: r.spoolId!, rcptId: rcpt.id };
   };
 
   it("fails its first tries, then is stored from its raw bytes as PROCESSING_FAILED, with its deliveries", async () => {
     const { spoolId, rcptId } = await accept(poisonMessage("in@poison.example", "still readable"));
     for (let i = 1; i < DEFAULT_MAX_TRIES; i++) {
-      await expect(processWithBudget(deps, rcptId)).rejects.toThrow();
-      const row = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
+      await expect(processWithBudget(t.deps, rcptId)).rejects.toThrow();
+      const row = await t.p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
       expect(row).toMatchObject({ status: "pending", attempts: i });
       expect(row.lastError).toMatch(/index row|54000/);
     }
-    const last = await processWithBudget(deps, rcptId);
+    const last = await processWithBudget(t.deps, rcptId);
     expect(last).toMatchObject({ outcome: "stored", parsed: false });
 
-    const rcpt = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
+    const rcpt = await t.p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
     expect(rcpt).toMatchObject({ status: "stored", attempts: DEFAULT_MAX_TRIES });
-    const email = await p.prisma.email.findFirstOrThrow({
+    const email = await t.p.prisma.email.findFirstOrThrow({
       where: { spoolId },
       include: { deliveries: true, attachments: true },
     });
@@ -79,26 +52,26 @@ describe("poison messages", () => {
       dmarcVerdict: "PROCESSING_FAILED",
     });
     expect(email.messageId.length).toBeLessThanOrEqual(998);
-    expect(email.deliveries.map((x) => x.endpointId)).toEqual([endpointId]);
-    expect(await p.deliveryQueue.getJob(`${email.deliveries[0]!.id}.1`)).toBeTruthy();
+    expect(email.deliveries.map((x) => x.endpointId)).toEqual([t.endpointId]);
+    expect(await t.p.deliveryQueue.getJob(`${email.deliveries[0]!.id}.1`)).toBeTruthy();
     expect(emailView(email, email.attachments, "http://api.test")).toMatchObject({ spfVerdict: "PROCESSING_FAILED" });
     // The raw bytes are kept for GET /emails/{id}/raw.
-    expect(await p.prisma.spooledMessage.count({ where: { id: spoolId } })).toBe(1);
+    expect(await t.p.prisma.spooledMessage.count({ where: { id: spoolId } })).toBe(1);
   });
 
   it("a message whose tries died with the process (counted when they began) is stored as PROCESSING_FAILED", async () => {
     const { spoolId, rcptId } = await accept(poisonMessage("in@poison.example"));
     // Five tries began and none got as far as recording its failure (e.g. the process was killed).
-    await p.prisma.spoolRecipient.update({ where: { id: rcptId }, data: { attempts: DEFAULT_MAX_TRIES } });
-    expect(await processWithBudget(deps, rcptId)).toMatchObject({ outcome: "stored", parsed: false });
-    const email = await p.prisma.email.findFirstOrThrow({ where: { spoolId } });
+    await t.p.prisma.spoolRecipient.update({ where: { id: rcptId }, data: { attempts: DEFAULT_MAX_TRIES } });
+    expect(await processWithBudget(t.deps, rcptId)).toMatchObject({ outcome: "stored", parsed: false });
+    const email = await t.p.prisma.email.findFirstOrThrow({ where: { spoolId } });
     expect(email.spamVerdict).toBe("PROCESSING_FAILED");
   });
 
   it("the last resort stores it with no header read at all (subject empty, Message-ID generated)", async () => {
     const { spoolId, rcptId } = await accept(poisonMessage("in@poison.example", "unread"));
-    expect(await processRecipient(deps, rcptId, { failed: "empty" })).toMatchObject({ outcome: "stored" });
-    const email = await p.prisma.email.findFirstOrThrow({ where: { spoolId }, include: { deliveries: true } });
+    expect(await processRecipient(t.deps, rcptId, { failed: "empty" })).toMatchObject({ outcome: "stored" });
+    const email = await t.p.prisma.email.findFirstOrThrow({ where: { spoolId }, include: { deliveries: true } });
     expect(email).toMatchObject({
       subject: "",
       fromAddress: "mallory@outside.example",
@@ -112,7 +85,7 @@ describe("poison messages", () => {
     let proxy: PgProxy;
     let proxied: PrismaClient;
     beforeAll(async () => {
-      proxy = await startPgProxy(p.env.databaseUrl);
+      proxy = await startPgProxy(t.p.env.databaseUrl);
       proxied = createPrisma(proxy.url, { max: 2 });
     });
     afterAll(async () => {
@@ -126,16 +99,16 @@ describe("poison messages", () => {
       );
       proxy.down();
       for (let i = 0; i < DEFAULT_MAX_TRIES + 2; i++) {
-        const err = await processWithBudget({ ...deps, prisma: proxied }, rcptId).catch((e: unknown) => e);
+        const err = await processWithBudget({ ...t.deps, prisma: proxied }, rcptId).catch((e: unknown) => e);
         expect(isDependencyOutage(err)).toBe(true);
       }
       proxy.up();
-      expect(await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } })).toMatchObject({
+      expect(await t.p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } })).toMatchObject({
         status: "pending",
         attempts: 0,
       });
-      expect(await processWithBudget({ ...deps, prisma: proxied }, rcptId)).toMatchObject({ outcome: "stored" });
-      const email = await p.prisma.email.findFirstOrThrow({ where: { spoolId } });
+      expect(await processWithBudget({ ...t.deps, prisma: proxied }, rcptId)).toMatchObject({ outcome: "stored" });
+      const email = await t.p.prisma.email.findFirstOrThrow({ where: { spoolId } });
       expect(email.spfVerdict).not.toBe("PROCESSING_FAILED");
       expect(email.spamVerdict).not.toBe("PROCESSING_FAILED");
     });
@@ -146,7 +119,7 @@ describe("poison messages", () => {
       );
       let cut = false;
       const cutting: ProcessDeps = {
-        ...deps,
+        ...t.deps,
         prisma: proxied,
         // Runs after the try was counted: Postgres goes away, and the next query fails for real.
         shield: async () => {
@@ -163,7 +136,7 @@ describe("poison messages", () => {
       await waitFor(async () => cut, { what: "the cut" });
       proxy.up();
       expect(isDependencyOutage(await run)).toBe(true);
-      const row = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
+      const row = await t.p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } });
       expect(row).toMatchObject({ status: "pending", attempts: 0 });
     });
   });
