@@ -1,30 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import type { Receiver, Seeded } from "@mailroom/testing";
-import { seedDelivery, seedDomain, seedEndpoint, startReceiver, waitFor } from "@mailroom/testing";
-import { files, type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
+import { describe, expect, it } from "@jest/globals";
+import { seedDelivery, seedEndpoint, waitFor } from "@mailroom/testing";
+import { files, queueFirstAttempt, useDispatchTest } from "./fixtures.ts";
 
 /**
  * Slack and Discord endpoints get a chat message, unsigned, within each platform's documented
  * limits (numbers written out here, independent of the constants in @mailroom/core), and follow
  * the same retry rules as webhooks.
  */
-let h: Harness;
-let receiver: Receiver;
-let s: Seeded;
-
-beforeAll(async () => {
-  [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedDomain(h.prisma, "acme.example");
-  h.dispatcher();
-});
-afterAll(async () => {
-  await h?.close();
-  await receiver?.close();
-});
-beforeEach(() => {
-  receiver.requests.length = 0;
-  receiver.respond(() => ({ status: 200, body: "ok" }));
-});
+const t = useDispatchTest({ start: (h) => h.dispatcher(), reply: { status: 200, body: "ok" } });
 
 const huge = {
   subject: `Quarterly <!channel> report @everyone ${"😀 Ünïcödé ".repeat(400)}`,
@@ -34,18 +17,18 @@ const huge = {
 };
 
 async function deliverTo(type: "slack" | "discord", email: Parameters<typeof seedDelivery>[3], respond?: number[]) {
-  if (respond) receiver.respond((_r, i) => ({ status: respond[i] ?? 200 }));
-  const ep = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}/${type}`, { type, maxAttempts: 3 });
-  const d = await seedDelivery(h.prisma, s, ep, email);
-  await queueFirstAttempt(h.queue, d.id);
+  if (respond) t.receiver.respond((_r, i) => ({ status: respond[i] ?? 200 }));
+  const ep = await seedEndpoint(t.h.prisma, t.s.accountId, `${t.receiver.url}/${type}`, { type, maxAttempts: 3 });
+  const d = await seedDelivery(t.h.prisma, t.s, ep, email);
+  await queueFirstAttempt(t.h.queue, d.id);
   const done = await waitFor(
     async () => {
-      const r = await h.prisma.delivery.findUnique({ where: { id: d.id } });
+      const r = await t.h.prisma.delivery.findUnique({ where: { id: d.id } });
       return r && (r.status === "delivered" || r.status === "dead") ? r : null;
     },
     { what: "delivery settled" },
   );
-  return { done, requests: receiver.requests.filter((r) => r.path === `/${type}`) };
+  return { done, requests: t.receiver.requests.filter((r) => r.path === `/${type}`) };
 }
 
 const strings = (v: unknown): string[] =>

@@ -3,41 +3,26 @@ import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
 import {
   type PgProxy,
-  type Receiver,
-  type Seeded,
   seedDelivery,
-  seedDomain,
   seedEndpoint,
   startPgProxy,
-  startReceiver,
   startThrowawayRedis,
   waitFor,
 } from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { startDispatcher } from "../src/worker.ts";
-import { type Harness, logger, queueFirstAttempt, startHarness, startHoldingServer } from "./fixtures.ts";
+import { logger, queueFirstAttempt, startHoldingServer, useDispatchTest } from "./fixtures.ts";
 
 /**
  * No delivery is POSTed twice for one failure of ours: not when Redis loses the job of an attempt
  * still in flight, not when Postgres goes away between the POST and its record.
  */
-let h: Harness;
-let receiver: Receiver;
-let s: Seeded;
-
-beforeAll(async () => {
-  [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedDomain(h.prisma, "acme.example");
-});
-afterAll(async () => {
-  await h?.close();
-  await receiver?.close();
-});
+const t = useDispatchTest();
 
 const settled = (id: string) =>
   waitFor(
     async () => {
-      const d = await h.prisma.delivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
+      const d = await t.h.prisma.delivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
       return d.status === "delivered" || d.status === "dead" ? d : null;
     },
     { what: `delivery ${id} settled`, timeoutMs: 30_000 },
@@ -53,10 +38,10 @@ describe("an attempt in flight when Redis restarts empty", () => {
     queue.on("error", () => undefined);
     const slow = await startHoldingServer();
     const dispatcher = startDispatcher({
-      prisma: h.prisma,
+      prisma: t.h.prisma,
       queue,
       logger,
-      send: createSender({ allowPrivate: true, resolver: h.resolver }),
+      send: createSender({ allowPrivate: true, resolver: t.h.resolver }),
       publicApiUrl: "http://127.0.0.1:0",
       backoffUnitMs: 1_000,
       connection: worker,
@@ -67,8 +52,8 @@ describe("an attempt in flight when Redis restarts empty", () => {
       sweepGraceMs: 0,
     });
     try {
-      const ep = await seedEndpoint(h.prisma, s.accountId, slow.url, { timeoutSeconds: 20 });
-      const d = await seedDelivery(h.prisma, s, ep);
+      const ep = await seedEndpoint(t.h.prisma, t.s.accountId, slow.url, { timeoutSeconds: 20 });
+      const d = await seedDelivery(t.h.prisma, t.s, ep);
       await queueFirstAttempt(queue, d.id);
       await waitFor(async () => slow.held === 1, { what: "the attempt in flight" });
 
@@ -97,14 +82,14 @@ describe("an attempt in flight when Redis restarts empty", () => {
   }, 60_000);
 
   it("a claimed attempt whose worker died is made once its lease runs out", async () => {
-    receiver.requests.length = 0;
-    receiver.respond(() => ({ status: 200 }));
-    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { timeoutSeconds: 1 });
-    const d = await seedDelivery(h.prisma, s, ep);
+    t.receiver.requests.length = 0;
+    t.receiver.respond(() => ({ status: 200 }));
+    const ep = await seedEndpoint(t.h.prisma, t.s.accountId, t.receiver.url, { timeoutSeconds: 1 });
+    const d = await seedDelivery(t.h.prisma, t.s, ep);
     // What a worker killed mid-request leaves: the claim (a lease in the near future), no attempt row.
     const lease = new Date(Date.now() + 1_500);
-    await h.prisma.delivery.update({ where: { id: d.id }, data: { nextAttemptAt: lease } });
-    const dispatcher = h.dispatcher({ sweepGraceMs: 0 });
+    await t.h.prisma.delivery.update({ where: { id: d.id }, data: { nextAttemptAt: lease } });
+    const dispatcher = t.h.dispatcher({ sweepGraceMs: 0 });
     try {
       expect(await dispatcher.sweep()).toBe(0); // not due while the lease lasts
       await waitFor(async () => Date.now() > lease.getTime() && (await dispatcher.sweep()) === 1, {
@@ -114,7 +99,7 @@ describe("an attempt in flight when Redis restarts empty", () => {
       expect(done.status).toBe("delivered");
       expect(done.attempts).toHaveLength(1);
       expect(done.attempts[0]!.startedAt.getTime()).toBeGreaterThanOrEqual(lease.getTime());
-      expect(receiver.requests).toHaveLength(1);
+      expect(t.receiver.requests).toHaveLength(1);
     } finally {
       await dispatcher.close();
     }
@@ -125,7 +110,7 @@ describe("Postgres unreachable between the POST and its record", () => {
   let proxy: PgProxy;
   let proxied: PrismaClient;
   beforeAll(async () => {
-    proxy = await startPgProxy(h.env.databaseUrl);
+    proxy = await startPgProxy(t.h.env.databaseUrl);
     proxied = createPrisma(proxy.url, { max: 2 });
   });
   afterAll(async () => {
@@ -134,25 +119,25 @@ describe("Postgres unreachable between the POST and its record", () => {
   });
 
   it("the attempt is recorded once Postgres is back, and the endpoint got one request", async () => {
-    receiver.requests.length = 0;
-    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url);
-    const d = await seedDelivery(h.prisma, s, ep);
-    // The receiver takes the request down with it: Postgres goes away while the response is on its way.
-    receiver.respond((_r, i) => {
+    t.receiver.requests.length = 0;
+    const ep = await seedEndpoint(t.h.prisma, t.s.accountId, t.receiver.url);
+    const d = await seedDelivery(t.h.prisma, t.s, ep);
+    // The t.receiver takes the request down with it: Postgres goes away while the response is on its way.
+    t.receiver.respond((_r, i) => {
       if (i > 0) return { status: 200 };
       proxy.down();
       setTimeout(() => proxy.up(), 1_500);
       return { status: 200 };
     });
-    const dispatcher = h.dispatcher({ prisma: proxied });
+    const dispatcher = t.h.dispatcher({ prisma: proxied });
     try {
-      await queueFirstAttempt(h.queue, d.id);
+      await queueFirstAttempt(t.h.queue, d.id);
       const done = await settled(d.id);
       expect(done.status).toBe("delivered");
       expect(done.attempts).toHaveLength(1);
-      expect(receiver.requests).toHaveLength(1);
+      expect(t.receiver.requests).toHaveLength(1);
     } finally {
-      receiver.respond(() => ({ status: 200 }));
+      t.receiver.respond(() => ({ status: 200 }));
       await dispatcher.close();
     }
   }, 60_000);

@@ -1,11 +1,20 @@
 import { promises as dns } from "node:dns";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, beforeEach } from "@jest/globals";
 import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createConnectionPool } from "@mailroom/egress";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
-import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import {
+  createTestEnv,
+  type Receiver,
+  type Reply,
+  type Seeded,
+  seedDomain,
+  startReceiver,
+  type TestEnv,
+} from "@mailroom/testing";
 import { createSender } from "../src/send.ts";
 import { type Dispatcher, type DispatcherOptions, startDispatcher } from "../src/worker.ts";
 
@@ -73,6 +82,35 @@ export async function startHarness(): Promise<Harness> {
       await env.cleanup();
     },
   };
+}
+
+/** What a dispatcher test file works with; filled in by the `beforeAll` of useDispatchTest. */
+export type DispatchTest = { h: Harness; receiver: Receiver; s: Seeded };
+
+/**
+ * The setup most dispatcher test files share: a harness, one receiver, the domain acme.example in
+ * a fresh account. `start` runs once after that (to start a dispatcher for the whole file); with
+ * `reply`, the receiver forgets its requests and answers `reply` again before each test. Registers
+ * its own hooks; read the fields of the returned object inside tests only.
+ */
+export function useDispatchTest(opts: { start?: (h: Harness) => void; reply?: Reply } = {}): DispatchTest {
+  const t = {} as DispatchTest;
+  beforeAll(async () => {
+    [t.h, t.receiver] = await Promise.all([startHarness(), startReceiver()]);
+    t.s = await seedDomain(t.h.prisma, "acme.example");
+    opts.start?.(t.h);
+  });
+  afterAll(async () => {
+    await t.h?.close();
+    await t.receiver?.close();
+  });
+  const { reply } = opts;
+  if (reply)
+    beforeEach(() => {
+      t.receiver.requests.length = 0;
+      t.receiver.respond(() => ({ ...reply }));
+    });
+  return t;
 }
 
 /** `n` small text attachments (file-0.txt, file-1.txt, …), stored in their rows, for seedDelivery. */

@@ -1,29 +1,21 @@
-import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { expect, it } from "@jest/globals";
 import { createDeliveryMetrics, Registry } from "@mailroom/observability";
-import type { Receiver, Seeded } from "@mailroom/testing";
-import { seedDelivery, seedDomain, seedEndpoint, startReceiver, waitFor } from "@mailroom/testing";
+import { seedDelivery, seedEndpoint, waitFor } from "@mailroom/testing";
 import pino from "pino";
-import { type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
+import { queueFirstAttempt, useDispatchTest } from "./fixtures.ts";
 
 /**
  * Issue 16 item 4: a delivery that goes dead is logged at `warn` (someone has to look at it, maybe
  * replay it), a delivered one at `info`; both are counted with their attempt latency.
  */
-let h: Harness;
-let receiver: Receiver;
-let s: Seeded;
 const raw: string[] = [];
 const registry = new Registry();
 
-beforeAll(async () => {
-  [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedDomain(h.prisma, "acme.example");
-  const logger = pino({ level: "info" }, { write: (line: string) => raw.push(line) });
-  h.dispatcher({ logger, metrics: createDeliveryMetrics(registry) });
-});
-afterAll(async () => {
-  await h?.close();
-  await receiver?.close();
+const t = useDispatchTest({
+  start: (h) => {
+    const logger = pino({ level: "info" }, { write: (line: string) => raw.push(line) });
+    h.dispatcher({ logger, metrics: createDeliveryMetrics(registry) });
+  },
 });
 
 const attemptLines = () =>
@@ -40,12 +32,12 @@ const counted = async (outcome: string) =>
   )?.value ?? 0;
 
 it("a dead delivery is a warn line and a counted dead attempt; a delivered one an info line", async () => {
-  receiver.respond((req) => (req.path === "/down" ? { status: 500 } : { status: 200 }));
-  const down = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}/down`, { maxAttempts: 1 });
-  const up = await seedEndpoint(h.prisma, s.accountId, `${receiver.url}/up`);
-  const dead = await seedDelivery(h.prisma, s, down);
-  const ok = await seedDelivery(h.prisma, s, up);
-  await Promise.all([queueFirstAttempt(h.queue, dead.id), queueFirstAttempt(h.queue, ok.id)]);
+  t.receiver.respond((req) => (req.path === "/down" ? { status: 500 } : { status: 200 }));
+  const down = await seedEndpoint(t.h.prisma, t.s.accountId, `${t.receiver.url}/down`, { maxAttempts: 1 });
+  const up = await seedEndpoint(t.h.prisma, t.s.accountId, `${t.receiver.url}/up`);
+  const dead = await seedDelivery(t.h.prisma, t.s, down);
+  const ok = await seedDelivery(t.h.prisma, t.s, up);
+  await Promise.all([queueFirstAttempt(t.h.queue, dead.id), queueFirstAttempt(t.h.queue, ok.id)]);
   await waitFor(async () => attemptLines().length >= 2, { what: "two attempt lines", timeoutMs: 30_000 });
 
   const lines = attemptLines();

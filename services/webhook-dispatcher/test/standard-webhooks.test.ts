@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { emailReceivedEventSchema } from "@mailroom/core";
 import { randomBase62 } from "@mailroom/db";
-import type { ReceivedRequest, Receiver, Seeded } from "@mailroom/testing";
-import { seedDelivery, seedDomain, seedEndpoint, startReceiver, waitFor } from "@mailroom/testing";
+import type { ReceivedRequest } from "@mailroom/testing";
+import { seedDelivery, seedEndpoint, waitFor } from "@mailroom/testing";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import Stripe from "stripe";
 import { z } from "zod";
-import { files, type Harness, queueFirstAttempt, startHarness } from "./fixtures.ts";
+import { files, queueFirstAttempt, useDispatchTest } from "./fixtures.ts";
 
 /**
  * Real deliveries, verified by third-party libraries rather than by our own code: the
@@ -16,32 +16,17 @@ import { files, type Harness, queueFirstAttempt, startHarness } from "./fixtures
  * with one stored secret, including during a secret rotation. The body is checked against the JSON
  * Schema the OpenAPI document's `webhooks` entry is generated from.
  */
-let h: Harness;
-let receiver: Receiver;
-let s: Seeded;
 const stripe = new Stripe("sk_test_not_used_for_network_calls");
 
 /** What POST /endpoints generates (services/api newEndpointSecret): `whsec_` + 40 base62. */
 const newSecret = () => `whsec_${randomBase62(40)}`;
 
-beforeAll(async () => {
-  [h, receiver] = await Promise.all([startHarness(), startReceiver()]);
-  s = await seedDomain(h.prisma, "acme.example");
-  h.dispatcher();
-});
-afterAll(async () => {
-  await h?.close();
-  await receiver?.close();
-});
-beforeEach(() => {
-  receiver.requests.length = 0;
-  receiver.respond(() => ({ status: 200, body: "ok" }));
-});
+const t = useDispatchTest({ start: (h) => h.dispatcher(), reply: { status: 200, body: "ok" } });
 
 async function deliverOne(endpoint: string): Promise<ReceivedRequest> {
-  const d = await seedDelivery(h.prisma, s, endpoint, { attachments: files(1) });
-  await queueFirstAttempt(h.queue, d.id);
-  return waitFor(async () => receiver.requests.find((r) => r.headers["webhook-id"] === d.id) ?? null, {
+  const d = await seedDelivery(t.h.prisma, t.s, endpoint, { attachments: files(1) });
+  await queueFirstAttempt(t.h.queue, d.id);
+  return waitFor(async () => t.receiver.requests.find((r) => r.headers["webhook-id"] === d.id) ?? null, {
     what: `delivery ${d.id} received`,
     timeoutMs: 20_000,
   });
@@ -72,7 +57,7 @@ function stripeVerifies(secret: string, r: ReceivedRequest): boolean {
 describe("a real delivery", () => {
   it("carries the Standard Webhooks headers; standardwebhooks and Stripe's constructEvent verify it", async () => {
     const secret = newSecret();
-    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { secret });
+    const ep = await seedEndpoint(t.h.prisma, t.s.accountId, t.receiver.url, { secret });
     const r = await deliverOne(ep);
     const body = JSON.parse(r.body.toString("utf8"));
     expect(r.headers["webhook-id"]).toBe(body.id);
@@ -92,7 +77,7 @@ describe("a real delivery", () => {
   });
 
   it("matches the published payload schema (the JSON Schema of OpenAPI `webhooks.email.received`)", async () => {
-    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, { secret: newSecret() });
+    const ep = await seedEndpoint(t.h.prisma, t.s.accountId, t.receiver.url, { secret: newSecret() });
     const r = await deliverOne(ep);
     const body = JSON.parse(r.body.toString("utf8"));
     const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -108,7 +93,7 @@ describe("a real delivery", () => {
 describe("secret rotation", () => {
   it("both secrets verify with both libraries during the overlap; only the new one after it", async () => {
     const [fresh, old] = [newSecret(), newSecret()];
-    const ep = await seedEndpoint(h.prisma, s.accountId, receiver.url, {
+    const ep = await seedEndpoint(t.h.prisma, t.s.accountId, t.receiver.url, {
       secret: fresh,
       previousSecret: old,
       previousSecretExpiresAt: new Date(Date.now() + 3_600_000),
@@ -120,7 +105,7 @@ describe("secret rotation", () => {
       expect(stripeVerifies(secret, during)).toBe(true);
     }
 
-    await h.prisma.endpoint.update({
+    await t.h.prisma.endpoint.update({
       where: { id: ep },
       data: { previousSecretExpiresAt: new Date(Date.now() - 1) },
     });
