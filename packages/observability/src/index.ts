@@ -7,4 +7,5 @@ export * from "./health-server.ts";
 export * from "./observability.ts";
 export * from "./queue-metrics.ts";
 export * from "./registry.ts";
+export * from "./service-lifecycle.ts";
 export * from "./worker-boot.ts";

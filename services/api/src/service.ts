@@ -3,9 +3,14 @@ import type { AddressInfo } from "node:net";
 import { createCursorCodec, poolOf } from "@mailroom/db";
 import { createDomainDns, type DomainDns } from "@mailroom/domain-verification";
 import { createEgressResolver } from "@mailroom/egress";
-import type { Logger } from "@mailroom/log";
-import { bootProducer, bootSteps, type ProducerBoot } from "@mailroom/observability";
-import { closeInOrder, fatal, listen, type ShutdownStep } from "@mailroom/runtime";
+import {
+  type BootDeps,
+  bootProducer,
+  type ProducerBoot,
+  type RunningService,
+  serviceStarted,
+} from "@mailroom/observability";
+import { fatal, listen } from "@mailroom/runtime";
 import { type ByteStore, byteStoreConfig, createByteStore } from "@mailroom/storage";
 import type { Express } from "express";
 import { createApp } from "./app.ts";
@@ -16,25 +21,20 @@ import { outboundEnqueuer } from "./lib/outbound-queue.ts";
 import { deliveryEnqueuer } from "./ops/deliveries.ts";
 
 /** What a test (the in-process stack) hands in instead of what the API would make from its env. */
-export type ApiServiceDeps = {
-  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
-  boot?: ProducerBoot;
+export type ApiServiceDeps = BootDeps & {
   /** DNS for domain verification; absent: DNS_SERVERS. */
   domainDns?: DomainDns;
   /** Heartbeat interval of GET /events streams (default 15 s). */
   eventsHeartbeatMs?: number;
 };
 
-export type ApiService = {
-  logger: Logger;
+/** Shutdown in order: readiness, event streams, HTTP, queues, byte store, then what the boot made. */
+export type ApiService = RunningService & {
   app: Express;
   server: Server;
   /** Where it listens, e.g. http://127.0.0.1:3000 (the port chosen when API_PORT is 0). */
   url: string;
   events: EventHub;
-  /** Shutdown in order: readiness, event streams, HTTP, queues, byte store, then what the boot made. */
-  steps: ShutdownStep[];
-  close(): Promise<void>;
 };
 
 /** The API process: REST, MCP and the console on API_PORT, wired once for main.ts and the test stack. */
@@ -42,7 +42,7 @@ export async function startApiService(env: ApiEnv, deps: ApiServiceDeps = {}): P
   // Listen only once Postgres and Redis answer (the rate limiter could not count a request before);
   // past STARTUP_TIMEOUT_MS, or with the port taken, main.ts exits with one line instead of limping on.
   const boot = deps.boot ?? (await bootProducer("api", env));
-  const { logger, obs, redisConnections, producerRedis: redis } = boot;
+  const { logger, redisConnections, producerRedis: redis } = boot;
   const queues = {
     outbound: redisConnections.queue("outbound", redis),
     delivery: redisConnections.queue("delivery", redis),
@@ -57,19 +57,14 @@ export async function startApiService(env: ApiEnv, deps: ApiServiceDeps = {}): P
   const url = `http://${env.API_HOST}:${(server.address() as AddressInfo).port}`;
   logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on ${url}`);
   server.on("error", (err) => fatal(logger, err));
-  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
-  obs.health.started();
-  const steps: ShutdownStep[] = [
-    // First: readiness turns false, so load balancers and probes see the drain.
-    { name: "readiness", close: () => obs.drain() },
-    // Then open event streams and waits end, so the HTTP server can close without waiting on them.
+  const service = serviceStarted(boot, deps.boot, [
+    // Open event streams and waits end first, so the HTTP server can close without waiting on them.
     { name: "events", close: () => events.close() },
     { name: "http", close: () => closeServer(server) },
     { name: "queue", close: () => Promise.all(Object.values(queues).map((q) => q.close())) },
     { name: "byte store", close: () => bytes.close() },
-    ...(deps.boot ? [] : bootSteps(boot)),
-  ];
-  return { logger, app, server, url, events, steps, close: () => closeInOrder(logger, steps) };
+  ]);
+  return { ...service, app, server, url, events };
 }
 
 type AppParts = {

@@ -1,32 +1,24 @@
 import { poolOf } from "@mailroom/db";
-import type { Logger } from "@mailroom/log";
 import {
-  bootSteps,
+  type BootDeps,
   bootWorker,
   createDeliveryMetrics,
+  type RunningService,
   registerQueueMetrics,
+  serviceStarted,
   type WorkerBoot,
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
-import { closeInOrder, type ShutdownStep } from "@mailroom/runtime";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import type { SenderEnv } from "./env.ts";
 import { createRelay } from "./relay.ts";
 import { type OutboundSender, startOutboundSender } from "./worker.ts";
 
 /** What a test hands in instead of what the sender would make from its env. */
-export type SenderServiceDeps = {
-  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
-  boot?: WorkerBoot;
-};
+export type SenderServiceDeps = BootDeps<WorkerBoot>;
 
-export type SenderService = {
-  logger: Logger;
-  sender: OutboundSender;
-  /** Shutdown in order: readiness, the workers, the relay, queues, byte store, then what the boot made. */
-  steps: ShutdownStep[];
-  close(): Promise<void>;
-};
+/** Shutdown in order: readiness, the workers, the relay, queues, byte store, then what the boot made. */
+export type SenderService = RunningService & { sender: OutboundSender };
 
 /** The outbound-sender process (queues `outbound` and `forward`), wired once for main.ts and tests. */
 export async function startSenderService(env: SenderEnv, deps: SenderServiceDeps = {}): Promise<SenderService> {
@@ -60,16 +52,11 @@ export async function startSenderService(env: SenderEnv, deps: SenderServiceDeps
     { relay: new URL(env.SMTP_RELAY_URL).host, concurrency: env.OUTBOUND_CONCURRENCY },
     "outbound-sender consuming queues outbound and forward",
   );
-  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
-  obs.health.started();
-  const steps: ShutdownStep[] = [
-    // First: readiness turns false, so load balancers and probes see the drain.
-    { name: "readiness", close: () => obs.drain() },
+  const service = serviceStarted(boot, deps.boot, [
     { name: "worker", close: () => sender.close() },
     { name: "relay", close: () => relay.close() },
     { name: "queue", close: () => Promise.all([queue.close(), forwardQueue.close()]) },
     { name: "byte store", close: () => bytes.close() },
-    ...(deps.boot ? [] : bootSteps(boot)),
-  ];
-  return { logger, sender, steps, close: () => closeInOrder(logger, steps) };
+  ]);
+  return { ...service, sender };
 }

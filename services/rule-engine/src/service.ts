@@ -1,8 +1,13 @@
 import { poolOf } from "@mailroom/db";
-import type { Logger } from "@mailroom/log";
-import { bootSteps, bootWorker, registerQueueMetrics, type WorkerBoot } from "@mailroom/observability";
+import {
+  type BootDeps,
+  bootWorker,
+  type RunningService,
+  registerQueueMetrics,
+  serviceStarted,
+  type WorkerBoot,
+} from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
-import { closeInOrder, type ShutdownStep } from "@mailroom/runtime";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import type { RuleEngineEnv } from "./env.ts";
 import { createRuleEngineMetrics } from "./metrics.ts";
@@ -13,19 +18,13 @@ import type { DnsResolve } from "./verdicts.ts";
 import { startRuleEngine } from "./worker.ts";
 
 /** What a test (the in-process stack) hands in instead of what the rule engine would make from its env. */
-export type RuleEngineServiceDeps = {
-  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
-  boot?: WorkerBoot;
+export type RuleEngineServiceDeps = BootDeps<WorkerBoot> & {
   /** DNS for SPF/DKIM/DMARC; absent: the caching resolver on DNS_SERVERS. */
   resolver?: DnsResolve;
 };
 
-export type RuleEngineService = {
-  logger: Logger;
-  /** Shutdown in order: readiness, the worker, the parser, queues, byte store, then what the boot made. */
-  steps: ShutdownStep[];
-  close(): Promise<void>;
-};
+/** Shutdown in order: readiness, the worker, the parser, queues, byte store, then what the boot made. */
+export type RuleEngineService = RunningService;
 
 /** The rule-engine process (queue `inbound`), wired once for main.ts and the test stack. */
 export async function startRuleEngineService(
@@ -68,18 +67,12 @@ export async function startRuleEngineService(
     events: createEventPublisher(producerRedis, env.REDIS_PREFIX, logPublishFailure(logger)),
   });
   logger.info({ concurrency: env.RULE_ENGINE_CONCURRENCY }, "rule-engine consuming queue inbound");
-  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
-  obs.health.started();
-  const steps: ShutdownStep[] = [
-    // First: readiness turns false, so load balancers and probes see the drain.
-    { name: "readiness", close: () => obs.drain() },
+  return serviceStarted(boot, deps.boot, [
     { name: "worker", close: () => engine.close() },
     { name: "parser", close: () => parser.close() },
     { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close(), forwardQueue.close()]) },
     { name: "byte store", close: () => bytes.close() },
-    ...(deps.boot ? [] : bootSteps(boot)),
-  ];
-  return { logger, steps, close: () => closeInOrder(logger, steps) };
+  ]);
 }
 
 /** RSPAMD_URL set: messages are scored by that rspamd; unset: no spam verdict. */

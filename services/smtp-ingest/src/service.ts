@@ -1,9 +1,8 @@
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { poolOf } from "@mailroom/db";
-import type { Logger } from "@mailroom/log";
-import { bootProducer, bootSteps, type ProducerBoot } from "@mailroom/observability";
-import { closeInOrder, listen, type ShutdownStep } from "@mailroom/runtime";
+import { type BootDeps, bootProducer, type RunningService, serviceStarted } from "@mailroom/observability";
+import { listen } from "@mailroom/runtime";
 import { defaultBatchLimits } from "./accept-batch.ts";
 import { DataBudget } from "./data-budget.ts";
 import type { IngestEnv } from "./env.ts";
@@ -11,21 +10,16 @@ import { createIngestServer, type IngestOptions } from "./server.ts";
 import { startStagingPurge } from "./staging.ts";
 
 /** What a test (the in-process stack) hands in instead of what the ingest would make from its env. */
-export type IngestServiceDeps = {
-  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
-  boot?: ProducerBoot;
+export type IngestServiceDeps = BootDeps & {
   /** Server options on top of those read from the env (a test's short close timeout). */
   server?: Partial<IngestOptions>;
 };
 
-export type IngestService = {
-  logger: Logger;
+/** Shutdown in order: readiness, SMTP intake (and the staging purge), the queue, then what the boot made. */
+export type IngestService = RunningService & {
   server: ReturnType<typeof createIngestServer>;
   /** The port it listens on (the one chosen when SMTP_PORT is 0). */
   port: number;
-  /** Shutdown in order: readiness, SMTP intake (and the staging purge), the queue, then what the boot made. */
-  steps: ShutdownStep[];
-  close(): Promise<void>;
 };
 
 /** The SMTP ingest process, wired once for main.ts and the test stack. */
@@ -48,8 +42,6 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
   await listen(server.server, env.SMTP_PORT, env.SMTP_HOST);
   const port = (server.server.address() as AddressInfo).port;
   logger.info({ host: env.SMTP_HOST, port }, `smtp-ingest listening on ${env.SMTP_HOST}:${port}`);
-  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
-  obs.health.started();
   const closeSmtp = () =>
     new Promise<void>((resolve) => {
       server.shuttingDown();
@@ -57,14 +49,11 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
       const purgeStopped = stagingPurge.close();
       server.close(() => resolve(purgeStopped));
     });
-  const steps: ShutdownStep[] = [
-    // First: readiness turns false, so load balancers and probes see the drain.
-    { name: "readiness", close: () => obs.drain() },
+  const service = serviceStarted(boot, deps.boot, [
     { name: "smtp", close: closeSmtp },
     { name: "queue", close: () => queue.close() },
-    ...(deps.boot ? [] : bootSteps(boot)),
-  ];
-  return { logger, server, port, steps, close: () => closeInOrder(logger, steps) };
+  ]);
+  return { ...service, server, port };
 }
 
 /** The server's settings as the env gives them (limits, slow-client policy, batching, TLS). */

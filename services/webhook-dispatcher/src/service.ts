@@ -1,32 +1,25 @@
 import { poolOf } from "@mailroom/db";
 import { createConnectionPool, createEgressResolver } from "@mailroom/egress";
-import type { Logger } from "@mailroom/log";
 import {
-  bootSteps,
+  type BootDeps,
   bootWorker,
   createDeliveryMetrics,
+  type RunningService,
   registerQueueMetrics,
+  serviceStarted,
   type WorkerBoot,
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
-import { closeInOrder, type ShutdownStep } from "@mailroom/runtime";
 import { attachmentLinks, byteStoreConfig, createByteStore } from "@mailroom/storage";
 import type { DispatcherEnv } from "./env.ts";
 import { createSender } from "./send.ts";
 import { startDispatcher } from "./worker.ts";
 
 /** What a test (the in-process stack) hands in instead of what the dispatcher would make from its env. */
-export type DispatcherServiceDeps = {
-  /** Logger, Prisma, health port and Redis shared with other services; absent: made here and closed by close(). */
-  boot?: WorkerBoot;
-};
+export type DispatcherServiceDeps = BootDeps<WorkerBoot>;
 
-export type DispatcherService = {
-  logger: Logger;
-  /** Shutdown in order: readiness, the worker, keep-alive connections, the queue, byte store, then what the boot made. */
-  steps: ShutdownStep[];
-  close(): Promise<void>;
-};
+/** Shutdown in order: readiness, the worker, keep-alive connections, the queue, byte store, then what the boot made. */
+export type DispatcherService = RunningService;
 
 /** The webhook-dispatcher process (queue `delivery`), wired once for main.ts and the test stack. */
 export async function startDispatcherService(
@@ -70,16 +63,10 @@ export async function startDispatcherService(
     { concurrency: env.DISPATCHER_CONCURRENCY, endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY },
     "webhook-dispatcher consuming queue delivery",
   );
-  // Started (listening, consuming): from now on /readyz answers on the dependencies' health.
-  obs.health.started();
-  const steps: ShutdownStep[] = [
-    // First: readiness turns false, so load balancers and probes see the drain.
-    { name: "readiness", close: () => obs.drain() },
+  return serviceStarted(boot, deps.boot, [
     { name: "worker", close: () => dispatcher.close() },
     { name: "connections", close: async () => pool.close() },
     { name: "queue", close: () => queue.close() },
     { name: "byte store", close: () => bytes.close() },
-    ...(deps.boot ? [] : bootSteps(boot)),
-  ];
-  return { logger, steps, close: () => closeInOrder(logger, steps) };
+  ]);
 }
