@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { type PrismaClient, poolOf } from "@mailroom/db";
+import { purgeExpired } from "@mailroom/retention";
+import { fixtures } from "@mailroom/retention/testing";
 import type { ByteStore } from "@mailroom/storage";
 import { type S3Fixture, startS3Fixture } from "@mailroom/storage/testing";
-import { fixtures } from "../packages/retention/src/fixtures.ts";
-import { purgeExpired } from "../packages/retention/src/purge.ts";
 
 /**
  * Retention with the bytes in an object store (BYTE_STORE=s3, against s3rver over HTTP on

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { createPrisma, type PrismaClient } from "@mailroom/db";
+import { fixtures } from "@mailroom/retention/testing";
 import { createTestEnv, type TestEnv, waitFor } from "@mailroom/testing";
-import { fixtures } from "../packages/retention/src/fixtures.ts";
 import { type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";
 
 /**
