@@ -9,9 +9,7 @@ import {
   startThrowawayRedis,
   waitFor,
 } from "@mailroom/testing";
-import { createSender } from "../src/send.ts";
-import { startDispatcher } from "../src/worker.ts";
-import { logger, queueFirstAttempt, startHoldingServer, useDispatchTest } from "./fixtures.ts";
+import { queueFirstAttempt, startDispatcherOn, startHoldingServer, useDispatchTest } from "./fixtures.ts";
 
 /**
  * No delivery is POSTed twice for one failure of ours: not when Redis loses the job of an attempt
@@ -37,20 +35,11 @@ describe("an attempt in flight when Redis restarts empty", () => {
     const queue = createQueue("delivery", { connection: producer, prefix: "inflight" });
     queue.on("error", () => undefined);
     const slow = await startHoldingServer();
-    const dispatcher = startDispatcher({
-      prisma: t.h.prisma,
-      queue,
-      logger,
-      send: createSender({ allowPrivate: true, resolver: t.h.resolver }),
-      publicApiUrl: "http://127.0.0.1:0",
-      backoffUnitMs: 1_000,
-      connection: worker,
-      slotsRedis: producer,
-      prefix: "inflight",
-      concurrency: 4,
-      sweepIntervalMs: 3_600_000,
-      sweepGraceMs: 0,
-    });
+    const dispatcher = startDispatcherOn(
+      t.h,
+      { queue, worker, producer, prefix: "inflight" },
+      { concurrency: 4, sweepIntervalMs: 3_600_000 },
+    );
     try {
       const ep = await seedEndpoint(t.h.prisma, t.s.accountId, slow.url, { timeoutSeconds: 20 });
       const d = await seedDelivery(t.h.prisma, t.s, ep);

@@ -113,6 +113,30 @@ export function useDispatchTest(opts: { start?: (h: Harness) => void; reply?: Re
   return t;
 }
 
+/**
+ * A dispatcher on Redis connections of the test's own (a throwaway Redis the test restarts) and
+ * the harness's Postgres, with no keep-alive pool and no sweep grace; `opts` set the rest.
+ */
+export function startDispatcherOn(
+  h: Harness,
+  redis: { queue: TypedQueue<"delivery">; worker: Redis; producer: Redis; prefix: string },
+  opts: Pick<DispatcherOptions, "concurrency" | "sweepIntervalMs">,
+): Dispatcher {
+  return startDispatcher({
+    prisma: h.prisma,
+    queue: redis.queue,
+    logger,
+    send: createSender({ allowPrivate: true, resolver: h.resolver }),
+    publicApiUrl: "http://127.0.0.1:0",
+    backoffUnitMs: 1_000,
+    connection: redis.worker,
+    slotsRedis: redis.producer,
+    prefix: redis.prefix,
+    sweepGraceMs: 0,
+    ...opts,
+  });
+}
+
 /** `n` small text attachments (file-0.txt, file-1.txt, …), stored in their rows, for seedDelivery. */
 export const files = (n: number) =>
   Array.from({ length: n }, (_, i) => ({

@@ -1,9 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { createQueue, createRedis, createWorker, UnrecoverableError } from "@mailroom/queues";
 import { seedDelivery, seedEndpoint, startThrowawayRedis, waitFor } from "@mailroom/testing";
-import { createSender } from "../src/send.ts";
-import { startDispatcher } from "../src/worker.ts";
-import { logger, queueFirstAttempt, startHoldingServer, useDispatchTest } from "./fixtures.ts";
+import { queueFirstAttempt, startDispatcherOn, startHoldingServer, useDispatchTest } from "./fixtures.ts";
 
 /**
  * The schedule lives in the Delivery row: restarts of the dispatcher and of Redis (losing every
@@ -48,20 +46,7 @@ describe("restarts", () => {
     const producer = createRedis(redis.url, "worker");
     const queue = createQueue("delivery", { connection: producer, prefix: "fault" });
     const start = () =>
-      startDispatcher({
-        prisma: t.h.prisma,
-        queue,
-        logger,
-        send: createSender({ allowPrivate: true, resolver: t.h.resolver }),
-        publicApiUrl: "http://127.0.0.1:0",
-        backoffUnitMs: 1_000,
-        connection: worker,
-        slotsRedis: producer,
-        prefix: "fault",
-        concurrency: 2,
-        sweepIntervalMs: 100,
-        sweepGraceMs: 0,
-      });
+      startDispatcherOn(t.h, { queue, worker, producer, prefix: "fault" }, { concurrency: 2, sweepIntervalMs: 100 });
     try {
       t.receiver.respond((_r, i) => (i === 0 ? { status: 502 } : { status: 200 }));
       const ep = await seedEndpoint(t.h.prisma, t.s.accountId, t.receiver.url);
