@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@jest/globals";
+import { loadApiEnv } from "@mailroom/api";
+import { loadVerifierEnv } from "@mailroom/domain-verifier";
+import { loadSenderEnv } from "@mailroom/outbound-sender";
+import { loadRuleEngineEnv } from "@mailroom/rule-engine";
 import { byteStoreConfig } from "@mailroom/storage";
-import { loadApiEnv } from "../services/api/src/env.ts";
-import { loadVerifierEnv } from "../services/domain-verifier/src/env.ts";
-import { loadSenderEnv } from "../services/outbound-sender/src/env.ts";
-import { loadRuleEngineEnv } from "../services/rule-engine/src/env.ts";
-import { loadDispatcherEnv } from "../services/webhook-dispatcher/src/env.ts";
+import { loadDispatcherEnv } from "@mailroom/webhook-dispatcher";
 
 /**
  * Every service that touches message bytes reads BYTE_STORE the same way, and refuses to start

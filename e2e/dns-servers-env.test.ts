@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@jest/globals";
-import { loadApiEnv } from "../services/api/src/env.ts";
-import { loadVerifierEnv } from "../services/domain-verifier/src/env.ts";
-import { loadRuleEngineEnv } from "../services/rule-engine/src/env.ts";
-import { loadDispatcherEnv } from "../services/webhook-dispatcher/src/env.ts";
+import { loadApiEnv } from "@mailroom/api";
+import { loadVerifierEnv } from "@mailroom/domain-verifier";
+import { loadRuleEngineEnv } from "@mailroom/rule-engine";
+import { loadDispatcherEnv } from "@mailroom/webhook-dispatcher";
 
 /**
  * Issue 14 item 5: every service that reads DNS_SERVERS parses it with the one definition in
