@@ -130,6 +130,9 @@ describe("crash safety", () => {
       try {
         // Accepted while no engine runs; then Redis dies without persistence and comes back empty.
         const lost = await send("accepted before the restart");
+        // The job is queued just after the 250 (smtp-ingest spool.ts): wait until it is in Redis,
+        // so that the restart below is what loses it.
+        await waitFor(async () => (await inbound.count()) === 1, { what: "the job queued" });
         await redis.stop();
         await redis.start();
         await waitFor(async () => producer.status === "ready", { what: "producer reconnect" });
@@ -205,6 +208,8 @@ describe("crash safety", () => {
           const good: string[] = [];
           for (let i = 0; i < goodCount; i++)
             good.push(await accept(simpleMessage("a@sender.example", "in@crash.example", `good ${i}`)));
+          // Jobs are queued just after each 250: wait until all are in Redis, then lose them all.
+          await waitFor(async () => (await inbound.count()) === poisonCount + goodCount, { what: "every job queued" });
           await redis.stop();
           await redis.start();
           await waitFor(async () => producer.status === "ready", { what: "producer reconnect" });
