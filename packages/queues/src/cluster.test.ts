@@ -11,10 +11,16 @@ import { createRedis, duplicateRedis, isClusterUrl, queuePrefix, type RedisClien
  */
 let cluster: TestRedisCluster;
 const clients: RedisClient[] = [];
-const connect = (role: "worker" | "producer") => {
+/**
+ * A cluster client once it is ready. A producer has no offline queue (it must fail fast in request
+ * paths), so a command sent while the client is still discovering the slots fails with "Cluster
+ * isn't ready"; on a busy machine that discovery can outlast the next few lines of a test.
+ */
+const connect = async (role: "worker" | "producer") => {
   const c = createRedis(cluster.url, role);
   c.on("error", () => undefined);
   clients.push(c);
+  await waitFor(async () => c.status === "ready", { what: `the ${role} cluster connection ready`, timeoutMs: 60_000 });
   return c;
 };
 
@@ -39,8 +45,8 @@ describe("Redis Cluster", () => {
   });
 
   it("runs jobs through a catalog queue with every key of the queue in one slot", async () => {
-    const producer = connect("producer");
-    const worker = connect("worker");
+    const producer = await connect("producer");
+    const worker = await connect("worker");
     expect(producer).toBeInstanceOf(Cluster);
     const prefix = `mailroom-test-${process.pid}`;
     expect(queuePrefix(prefix, "inbound", producer)).toBe(`${prefix}:{inbound}`);
@@ -69,7 +75,7 @@ describe("Redis Cluster", () => {
   });
 
   it("duplicates a cluster connection as a cluster connection (event subscribers)", async () => {
-    const producer = connect("producer");
+    const producer = await connect("producer");
     const sub = duplicateRedis(producer, { enableOfflineQueue: true, maxRetriesPerRequest: null });
     clients.push(sub);
     expect(sub).toBeInstanceOf(Cluster);
