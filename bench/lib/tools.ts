@@ -7,11 +7,11 @@ import { root } from "./procs.ts";
 export function ensureDebianTool(binary: string, pkg: string): void {
   if (existsSync(binary)) return;
   console.log(`${binary} missing: installing Debian package ${pkg}`);
+  // Both sudo themselves when not root, and wait for apt's locks (scripts/apt.sh).
   const script =
     pkg === "postfix"
       ? `bash ${root}/scripts/install-mail-tools.sh postfix`
-      : `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${pkg}`;
-  const sudo = process.getuid?.() === 0 || pkg === "postfix" ? "" : "sudo "; // the installer sudoes itself
-  execFileSync("flock", ["/tmp/mailroom-apt.lock", "sh", "-c", `${sudo}${script}`], { stdio: "inherit" });
+      : `source ${root}/scripts/apt.sh && export DEBIAN_FRONTEND=noninteractive && apt_update -qq && apt_get install -y -qq --no-install-recommends ${pkg}`;
+  execFileSync("flock", ["/tmp/mailroom-apt.lock", "bash", "-c", script], { stdio: "inherit" });
   if (!existsSync(binary)) throw new Error(`${pkg} did not install ${binary}`);
 }
