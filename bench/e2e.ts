@@ -9,8 +9,12 @@
 // backends, Postgres's shared processes, redis-server, the bench itself), read from /proc around
 // each trial: the breakdown that says which component sets the ceiling. `--loads saturation` runs
 // only the saturation trials; `--cpu-prof DIR` makes every service write a V8 CPU profile there on exit.
+// Neighbour trials (`--loads flood,poison`, bench/lib/neighbours.ts): another account sends a flood
+// of `--flood` messages, or `--poison` messages that fail every processing try, while the bench's
+// account sends a probe every 1/`--probe-rate` s; the probes' delay is what the neighbour costs.
 // Run: npm run -s bench:e2e [-- --seconds 60 --saturation 1000 --rounds 1 --domains 10 --slow-ms 50
-//                             --loads 10,50,saturation --cpu-prof DIR]
+//                             --loads 10,50,saturation,flood,poison --flood 5000 --poison 520
+//                             --probe-rate 5 --cpu-prof DIR]
 import { generateKeyPairSync } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import {
@@ -25,8 +29,9 @@ import {
 import { dkimSign } from "mailauth";
 import { benchEnv } from "./lib/env.ts";
 import { interleave, medianOf } from "./lib/interleave.ts";
+import { type NeighbourKind, type NeighbourResult, neighbourTrial } from "./lib/neighbours.ts";
 import { descendantsRunning, memoryMB, startNode, stopAll, waitForPort } from "./lib/procs.ts";
-import { fmt, footer, header, load, table } from "./lib/report.ts";
+import { fmt, footer, header, load, ratio, table } from "./lib/report.ts";
 import { closedLoop, type Envelope, type LoadResult, openLoop } from "./lib/smtp-load.ts";
 import { flags, latency } from "./lib/stats.ts";
 import { type CpuSample, cpuSplit, sampleCpu, THREAD_ROW } from "./lib/system-cpu.ts";
@@ -38,6 +43,9 @@ const saturation = f.num("saturation", 1000);
 const rounds = f.num("rounds", 1);
 const domainsPerTrial = f.num("domains", 10);
 const slowMs = f.num("slow-ms", 50);
+const floodCount = f.num("flood", 5000);
+const poisonCount = f.num("poison", 520);
+const probeRate = f.num("probe-rate", 5);
 /** A `--name value` string option (flags() reads numbers and switches only). */
 const str = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -46,6 +54,7 @@ const str = (name: string): string | undefined => {
 const loadsWanted = (str("loads") ?? "10,50,saturation").split(",");
 const cpuProfDir = str("cpu-prof");
 const DOMAIN = "bench-e2e.example";
+const NEIGHBOUR_DOMAIN = "neighbour.bench-e2e.example";
 const SERVICES = ["api", "smtp-ingest", "rule-engine", "webhook-dispatcher", "domain-verifier", "outbound-sender"];
 
 header(
@@ -67,6 +76,10 @@ try {
   const d = await seedDomain(env.prisma, DOMAIN, { plan: "scale" });
   const endpointId = await seedEndpoint(env.prisma, d.accountId, `${receiver.url}/hook`);
   await seedAddress(env.prisma, d, "in", { endpointId });
+  // Another account, whose flood (or poison backlog) the neighbour trials send.
+  const nd = await seedDomain(env.prisma, NEIGHBOUR_DOMAIN, { plan: "scale" });
+  const neighbourEndpoint = await seedEndpoint(env.prisma, nd.accountId, `${receiver.url}/neighbour`);
+  await seedAddress(env.prisma, nd, "in", { endpointId: neighbourEndpoint });
   const [smtpPort, apiPort] = [await sparePort(), await sparePort()];
   const stack = startNode("start-all", "scripts/start-all.ts", {
     ...env.serviceEnv,
@@ -81,8 +94,18 @@ try {
     ...(cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${cpuProfDir}` } : {}),
   });
   const database = new URL(env.databaseUrl).pathname.slice(1);
-  const cpuNow = (): CpuSample => sampleCpu(stack.pid, SERVICES, database);
-  await Promise.all([waitForPort(smtpPort, "smtp-ingest"), waitForPort(apiPort, "api")]);
+  // The floor (bench/e2e/floor.ts): one process doing the least the contract needs, same database.
+  const floorWanted = loadsWanted.includes("floor");
+  const floorPort = await sparePort();
+  const floor = floorWanted
+    ? startNode("floor", "bench/e2e/floor.ts", {}, [String(floorPort), env.databaseUrl, `${receiver.url}/floor`])
+    : null;
+  const cpuNow = (): CpuSample => sampleCpu(stack.pid, SERVICES, database, floor ? { floor: floor.pid } : {});
+  await Promise.all([
+    waitForPort(smtpPort, "smtp-ingest"),
+    waitForPort(apiPort, "api"),
+    floor ? waitForPort(floorPort, "floor") : undefined,
+  ]);
 
   // Who got what: the subject carries the trial tag and the message's number.
   const arrivals = new Map<string, number>();
@@ -100,7 +123,7 @@ try {
 
   let trialNo = 0;
   /** A trial's senders (fresh domains with SPF, DKIM and DMARC records) and its signed messages. */
-  async function prepare(tag: string, count: number) {
+  async function prepare(tag: string, count: number, to = `in@${DOMAIN}`) {
     const domains = Array.from({ length: domainsPerTrial }, (_, k) => `s${k}.${tag}.sender.bench.test`);
     for (const sd of domains) {
       dns.set(sd, "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
@@ -112,14 +135,14 @@ try {
     for (let i = 0; i < count; i++) {
       const sd = domains[i % domains.length] as string;
       const raw =
-        `From: Sender <news@${sd}>\r\nTo: <in@${DOMAIN}>\r\nSubject: ${tag} ${i}\r\n` +
+        `From: Sender <news@${sd}>\r\nTo: <${to}>\r\nSubject: ${tag} ${i}\r\n` +
         `Message-ID: <${tag}.${i}@${sd}>\r\nDate: ${new Date().toUTCString()}\r\nMIME-Version: 1.0\r\n` +
         `Content-Type: text/plain; charset=utf-8\r\n\r\n${body}`;
       const signed = await dkimSign(raw, {
         canonicalization: "relaxed/relaxed",
         signatureData: [{ signingDomain: sd, selector: "bench", privateKey: pem, algorithm: "rsa-sha256" }],
       } as unknown as Parameters<typeof dkimSign>[1]);
-      envs.push({ from: `bounce@${sd}`, to: `in@${DOMAIN}` });
+      envs.push({ from: `bounce@${sd}`, to });
       messages.push(Buffer.from(signed.signatures + raw));
     }
     return { envs, messages };
@@ -134,14 +157,14 @@ try {
     /** CPU ms per accepted message, by process group, and the cores the whole trial kept busy. */
     cpu: Record<string, number>;
   };
-  async function trial(mode: "fast" | "slow", rate: number | "saturation", forSeconds = seconds): Promise<R> {
+  async function trial(mode: "fast" | "slow" | "floor", rate: number | "saturation", forSeconds = seconds): Promise<R> {
     const tag = `t${++trialNo}${mode}`;
     const count = rate === "saturation" ? saturation : Math.round(rate * forSeconds);
     const { envs, messages } = await prepare(tag, count);
     dns.setDelay(mode === "slow" ? slowMs : 0);
     const acceptedAt = new Map<number, number>();
     const opts = {
-      port: smtpPort,
+      port: mode === "floor" ? floorPort : smtpPort,
       count,
       env: (i: number) => envs[i] as Envelope,
       message: (i: number) => messages[i] as Buffer,
@@ -163,7 +186,7 @@ try {
     const lastArrival = Math.max(...subjects.map((s) => arrivals.get(s) as number));
     const cpu = cpuPerMessage(cpu0, cpuNow(), acceptedAt.size, performance.now() - started);
     const lat = latency([...acceptedAt].map(([i, at]) => (arrivals.get(`${tag} ${i}`) as number) - at));
-    const stages = await stageBreakdown(tag);
+    const stages = mode === "floor" ? {} : await stageBreakdown(tag);
     dns.setDelay(0);
     const r = {
       offered: rate === "saturation" ? Number.NaN : rate,
@@ -225,18 +248,39 @@ try {
     throw new Error(`warm-up failed: ${(err as Error).message}`);
   });
 
-  const loads = ([10, 50, "saturation"] as const).filter((l) => loadsWanted.includes(String(l)));
+  // The floor is measured at saturation, beside mailroom's saturation trials.
+  const loads = ([10, 50, "saturation"] as const).filter(
+    (l) => loadsWanted.includes(String(l)) || (l === "saturation" && floorWanted),
+  );
+  const floorRatios: (string | number)[][] = [];
   const rows: (string | number)[][] = [];
   const stageRows: (string | number)[][] = [];
   const cpuRows: (string | number)[][] = [];
   for (const rate of loads) {
     const results = await interleave<R>(
       rounds,
-      (["fast", "slow"] as const).map((mode) => ({ name: mode, run: () => trial(mode, rate) })),
+      (rate === "saturation" && floorWanted ? (["fast", "slow", "floor"] as const) : (["fast", "slow"] as const)).map(
+        (mode) => ({ name: mode, run: () => trial(mode, rate) }),
+      ),
     );
+    const floorRs = results.get("floor");
+    for (const [mode, rs] of floorRs ? results : []) {
+      if (mode === "floor") continue;
+      floorRatios.push([
+        mode === "fast" ? "fast DNS" : `${slowMs} ms/answer`,
+        ratio(
+          medianOf(rs, (r) => r.e2eRate),
+          medianOf(floorRs, (r) => r.e2eRate),
+        ),
+        ratio(
+          medianOf(floorRs, (r) => r.cpu.total ?? Number.NaN),
+          medianOf(rs, (r) => r.cpu.total ?? Number.NaN),
+        ),
+      ]);
+    }
     for (const [mode, rs] of results) {
       const label = rate === "saturation" ? "saturation (20 conns)" : `${rate} msg/s offered`;
-      const dnsLabel = mode === "fast" ? "fast" : `${slowMs} ms/answer`;
+      const dnsLabel = mode === "fast" ? "fast" : mode === "floor" ? "floor (no DNS)" : `${slowMs} ms/answer`;
       rows.push([
         label,
         dnsLabel,
@@ -262,8 +306,55 @@ try {
       }
     }
   }
+  // Neighbour trials (fast DNS): the bench's account probed while another account's backlog is pending.
+  const kinds = (["flood", "poison"] as const).filter((k) => loadsWanted.includes(k));
+  const neighbourRows: (string | number)[][] = [];
+  const neighbours = {
+    smtpPort,
+    pool: env.pool,
+    arrivals,
+    neighbour: { accountId: nd.accountId, to: `in@${NEIGHBOUR_DOMAIN}` },
+    probeTo: `in@${DOMAIN}`,
+    prepare,
+  };
+  for (const kind of kinds) {
+    const count = kind === "flood" ? floodCount : poisonCount;
+    const results = await interleave<NeighbourResult>(rounds, [
+      {
+        name: kind,
+        run: () => neighbourTrial(neighbours, kind as NeighbourKind, `t${++trialNo}${kind}`, count, probeRate),
+      },
+    ]);
+    const rs = results.get(kind) ?? [];
+    neighbourRows.push([
+      `${kind} of ${count} (${kind === "flood" ? "ordinary" : "failing every try"})`,
+      medianOf(rs, (r) => r.backlogSeconds),
+      medianOf(rs, (r) => r.probes.n),
+      medianOf(rs, (r) => r.probes.p50),
+      medianOf(rs, (r) => r.probes.p99),
+      medianOf(rs, (r) => r.probes.max),
+      medianOf(rs, (r) => r.probesStored.p50),
+      medianOf(rs, (r) => r.probesStored.p99),
+    ]);
+  }
+
   console.log("\nEnd to end: SMTP 250 → webhook received (ms); rates in msg/s; medians of the rounds");
   table(["load", "DNS", "SMTP accepted", "end to end", "p50", "p95", "p99", "max"], rows);
+  if (floorRatios.length) {
+    console.log(
+      "\nmailroom ÷ the floor at saturation (rate: mailroom's ÷ the floor's; CPU: the floor's per message ÷ mailroom's)",
+    );
+    table(["mailroom", "end-to-end rate ÷ floor", "floor CPU ÷ mailroom CPU"], floorRatios);
+  }
+  if (neighbourRows.length) {
+    console.log(
+      `\nAnother account's backlog: the bench account's probes (${probeRate}/s) while it is pending (ms; medians of the rounds)`,
+    );
+    table(
+      ["neighbour", "backlog s", "probes", "250 → webhook p50", "p99", "max", "spool → stored p50", "p99"],
+      neighbourRows,
+    );
+  }
   console.log("\nStages, medians from row timestamps (ms): spooled → stored, stored → attempt started, POST");
   table(
     ["load", "DNS", "rule engine p50", "delivery queue p50", "POST p50", "rule engine p99", "delivery queue p99"],

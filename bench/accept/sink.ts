@@ -7,19 +7,13 @@ import { randomBytes } from "node:crypto";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
-import { SMTPServer } from "smtp-server";
+import { bareSmtpServer } from "../lib/bare-smtp.ts";
 
 const [kind, portArg, target] = process.argv.slice(2);
 if ((kind !== "fsync" && kind !== "pg") || !portArg || !target) {
   console.error("usage: sink.ts fsync|pg <port> <dir|databaseUrl>");
   process.exit(2);
 }
-
-const collect = async (stream: NodeJS.ReadableStream): Promise<Buffer> => {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-};
 
 let store: (raw: Buffer, from: string, to: string[]) => Promise<void>;
 if (kind === "fsync") {
@@ -51,27 +45,7 @@ if (kind === "fsync") {
   };
 }
 
-const server = new SMTPServer({
-  name: "sink.bench.test",
-  authOptional: true,
-  disabledCommands: ["AUTH", "STARTTLS"],
-  hideSTARTTLS: true,
-  size: 40_000_000,
-  logger: false,
-  onData(stream, session, cb) {
-    collect(stream)
-      .then((raw) =>
-        store(
-          raw,
-          session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
-          session.envelope.rcptTo.map((r) => r.address),
-        ),
-      )
-      .then(
-        () => cb(null, "queued"),
-        (err: Error) => cb(err),
-      );
-  },
+bareSmtpServer("sink.bench.test", Number(portArg), async (raw, from, to) => {
+  await store(raw, from, to);
+  return undefined;
 });
-server.listen(Number(portArg), "127.0.0.1");
-process.on("SIGTERM", () => server.close(() => process.exit(0)));

@@ -64,10 +64,22 @@ function threadsOf(pid: number): Map<string, number> {
   return out;
 }
 
-/** Per-process CPU ms, keyed by pid (summed into groups by `cpuSplit`). */
-export function sampleCpu(stackPid: number, services: string[], database: string): CpuSample {
+/**
+ * Per-process CPU ms, keyed by pid (summed into groups by `cpuSplit`). `others`: more processes
+ * to count, by the row name they go under (e.g. bench:e2e's floor process).
+ */
+export function sampleCpu(
+  stackPid: number,
+  services: string[],
+  database: string,
+  others: Record<string, number> = {},
+): CpuSample {
   const out: CpuSample = new Map();
   const add = (k: string, ms: number) => out.set(k, (out.get(k) ?? 0) + ms);
+  for (const [name, pid] of Object.entries(others)) {
+    const t = ticksOf(String(pid));
+    if (t) add(`${name}\t${pid}`, (t.ticks * 1000) / CLK_TCK);
+  }
   for (const s of services) {
     for (const pid of descendantsRunning(stackPid, `services/${s}/src/main.ts`)) {
       const t = ticksOf(String(pid));

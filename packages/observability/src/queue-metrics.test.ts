@@ -51,6 +51,21 @@ describe("queue metrics", () => {
     ]);
   });
 
+  it("counts jobs that wait with a priority (the inbound queue's) as waiting, the oldest included", async () => {
+    const registry = new Registry();
+    let now = Date.now();
+    registerQueueMetrics(registry, [queue], 5_000, () => now);
+    await queue.obliterate({ force: true });
+    const first = await enqueue(queue, "inbound", { spoolRecipientId: "rcp_p1" }, { jobId: "rcp_p1", priority: 7 });
+    await enqueue(queue, "inbound", { spoolRecipientId: "rcp_p2" }, { jobId: "rcp_p2", priority: 1 });
+    now = first.timestamp + 30_000;
+    const jobs = await series(registry, "mailroom_queue_jobs");
+    expect(jobs.find((s) => s.labels.state === "prioritized")?.value).toBe(2);
+    expect(await series(registry, "mailroom_queue_oldest_waiting_seconds")).toEqual([
+      { labels: { queue: "inbound" }, value: 30 },
+    ]);
+  });
+
   it("with Redis gone the scrape still answers: the queue's series are left out and the error is flagged", async () => {
     const own = await startThrowawayRedis();
     const conn = createRedis(own.url, "worker"); // retries for ever: a read would wait without the limit

@@ -56,15 +56,26 @@ export function registerQueueMetrics(registry: Registry, queues: Queue[], timeou
 
 type QueueReading = { counts: Record<string, number>; ageSeconds: number };
 
+/**
+ * The oldest of: the next job in the plain waiting list, and the first and last in line of the
+ * prioritized set (the `inbound` queue's jobs carry priorities: fairness.ts in @mailroom/queues).
+ * In a prioritized set the longest-waiting job is not always at an end, but the first in line is
+ * the one a stuck worker would leave waiting, and the last is where retries and the busiest
+ * account's jobs wait: reading three jobs keeps the scrape cheap at any depth.
+ */
 async function readQueue(queue: Queue, timeoutMs: number, now: () => number): Promise<QueueReading> {
-  const [counts, oldest] = await withTimeout(
-    Promise.all([queue.getJobCounts(...STATES), queue.getJobs(["wait"], 0, 0, true)]),
+  const [counts, ...ends] = await withTimeout(
+    Promise.all([
+      queue.getJobCounts(...STATES),
+      queue.getJobs(["wait"], 0, 0, true),
+      queue.getJobs(["prioritized"], 0, 0, true),
+      queue.getJobs(["prioritized"], 0, 0, false),
+    ]),
     timeoutMs,
   );
-  const job = oldest[0];
   // A job that was delayed (a retry with backoff) has been waiting only since its delay ran out.
-  const ageMs = job ? Math.max(0, now() - (job.timestamp + (job.delay ?? 0))) : 0;
-  return { counts, ageSeconds: ageMs / 1000 };
+  const ages = ends.flat().map((job) => Math.max(0, now() - (job.timestamp + (job.delay ?? 0))));
+  return { counts, ageSeconds: Math.max(0, ...ages) / 1000 };
 }
 
 /**

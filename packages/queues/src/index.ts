@@ -3,6 +3,7 @@ export { DelayedError, UnrecoverableError } from "bullmq";
 export * from "./catalog.ts";
 export * from "./connections.ts";
 export * from "./events.ts";
+export * from "./fairness.ts";
 export * from "./queues.ts";
 export * from "./redis.ts";
 export * from "./retry.ts";

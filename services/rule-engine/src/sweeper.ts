@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
-import { enqueue, type TypedQueue } from "@mailroom/queues";
+import { type AccountVolume, accountVolume, enqueue, type TypedQueue } from "@mailroom/queues";
 
 /**
  * Postgres, not Redis, is the source of truth for accepted mail: a recipient still `pending` long
@@ -10,19 +10,21 @@ import { enqueue, type TypedQueue } from "@mailroom/queues";
  * Pages through every such recipient, oldest first (keyset on createdAt, id), however many are
  * ahead: a backlog of messages that are retrying (poison, or a long outage) must not hide the ones
  * behind it whose jobs are gone. Recipients whose job is still in Redis are skipped with one
- * pipelined round trip per page.
+ * pipelined round trip per page. A job queued again ranks by its account's volume, as the ingest's
+ * do (`volume`: one per sweeper, so a Redis that lost 5,000 jobs of one account does not put them
+ * ahead of everyone else's next message).
  */
 export async function sweepPendingRecipients(
   prisma: PrismaClient,
   queue: TypedQueue<"inbound">,
   logger: Logger,
-  { olderThanMs = 120_000, pageSize = 500, now = new Date() } = {},
+  { olderThanMs = 120_000, pageSize = 500, now = new Date(), volume = accountVolume() } = {},
 ): Promise<number> {
   const cutoff = new Date(now.getTime() - olderThanMs);
   let after: { createdAt: Date; id: string } | undefined;
   let requeued = 0;
   for (;;) {
-    const page: { id: string; createdAt: Date }[] = await prisma.spoolRecipient.findMany({
+    const page: { id: string; accountId: string; createdAt: Date }[] = await prisma.spoolRecipient.findMany({
       where: {
         // `storing`: stored, but the attachment bytes may not have been written (process died).
         status: { in: ["pending", "storing"] },
@@ -31,16 +33,12 @@ export async function sweepPendingRecipients(
           ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] }
           : {}),
       },
-      select: { id: true, createdAt: true },
+      select: { id: true, accountId: true, createdAt: true },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
       take: pageSize,
     });
     if (page.length === 0) break;
-    requeued += await requeueMissing(
-      queue,
-      logger,
-      page.map((r) => r.id),
-    );
+    requeued += await requeueMissing(queue, logger, page, volume);
     if (page.length < pageSize) break;
     after = page[page.length - 1];
   }
@@ -49,11 +47,16 @@ export async function sweepPendingRecipients(
 }
 
 /** Queues the ids whose job is gone, gives a fresh budget to those BullMQ gave up on; skips the rest. */
-async function requeueMissing(queue: TypedQueue<"inbound">, logger: Logger, ids: string[]): Promise<number> {
+async function requeueMissing(
+  queue: TypedQueue<"inbound">,
+  logger: Logger,
+  rows: { id: string; accountId: string }[],
+  volume: AccountVolume,
+): Promise<number> {
   // Issued together, so ioredis writes them back to back: about one round trip for the page.
-  const states = await Promise.all(ids.map((id) => queue.getJobState(id).catch((err: Error) => err)));
+  const states = await Promise.all(rows.map(({ id }) => queue.getJobState(id).catch((err: Error) => err)));
   let requeued = 0;
-  for (const [i, id] of ids.entries()) {
+  for (const [i, { id, accountId }] of rows.entries()) {
     const state = states[i];
     try {
       if (state instanceof Error) throw state;
@@ -61,8 +64,8 @@ async function requeueMissing(queue: TypedQueue<"inbound">, logger: Logger, ids:
         // BullMQ gave up on it (its attempts ran out, e.g. while Postgres was down): a fresh budget.
         await (await queue.getJob(id))?.retry("failed", { resetAttemptsMade: true });
       } else if (state === "unknown") {
-        await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id });
-      } else continue; // waiting, delayed, active…: still there
+        await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id, priority: volume.next(accountId) });
+      } else continue; // waiting, prioritized, delayed, active…: still there
       requeued++;
     } catch (err) {
       // One recipient (e.g. retried by another sweeper a moment ago) must not stop the pass.

@@ -1,7 +1,7 @@
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
-import { createWorker, type TypedQueue, type Worker } from "@mailroom/queues";
+import { accountVolume, createWorker, RETRY_PRIORITY, type TypedQueue, type Worker } from "@mailroom/queues";
 import { type Periodic, startPeriodic } from "@mailroom/runtime";
 import { processWithBudget } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
@@ -42,10 +42,18 @@ export function startRuleEngine(
   };
   const worker = createWorker(
     "inbound",
-    async ({ spoolRecipientId }) => {
-      // Not inside `deps.metrics?.processed(…)`: without metrics the optional call skips its arguments.
-      const result = await processWithBudget(processDeps, spoolRecipientId, deps.maxTries);
-      deps.metrics?.processed(result);
+    async ({ spoolRecipientId }, job) => {
+      try {
+        // Not inside `deps.metrics?.processed(…)`: without metrics the optional call skips its arguments.
+        const result = await processWithBudget(processDeps, spoolRecipientId, deps.maxTries);
+        deps.metrics?.processed(result);
+      } catch (err) {
+        // The retry lane: a try that counted comes back after every first try (BullMQ keeps the
+        // priority through the backoff), so poison using up its tries never delays new mail. A try
+        // an outage cut short keeps its place: it was given back and is not the message's fault.
+        if (!isDependencyOutage(err)) await job.changePriority({ priority: RETRY_PRIORITY }).catch(() => undefined);
+        throw err;
+      }
     },
     {
       connection: deps.connection,
@@ -92,9 +100,10 @@ function startSweeper(
 ): Periodic<void> {
   const age = deps.sweepAfterMs !== undefined ? { olderThanMs: deps.sweepAfterMs } : {};
   const page = deps.sweepPageSize !== undefined ? { pageSize: deps.sweepPageSize } : {};
+  const volume = accountVolume();
   return startPeriodic({
     run: async () => {
-      await sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, { ...age, ...page });
+      await sweepPendingRecipients(deps.prisma, deps.inboundQueue, deps.logger, { ...age, ...page, volume });
       await purgeUnusedSpools(deps.prisma, deps.logger, age);
     },
     intervalMs: deps.sweepIntervalMs,

@@ -1,16 +1,12 @@
-import type { TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
-import { type SignalFailed, type Spooled, type SpoolInput, signalJobs, spoolMessage, spoolRows } from "./spool.ts";
+import { type Signal, type Spooled, type SpoolInput, signalJobs, spoolMessage, spoolRows } from "./spool.ts";
 import { spoolTogether } from "./spool-batch.ts";
 
 /** How much one batch takes at most (the rest waits for the next). */
 export type BatchLimits = { maxMessages: number; maxBytes: number };
 
-/**
- * `written(n)`: a batch statement wrote n messages (for the metrics); `signalFailed`: their jobs could
- * not be queued after the 250 (spool.ts signalJobs; the rows wait for the rule engine's sweeper).
- */
-export type BatchObserver = { written(messages: number): void; signalFailed: SignalFailed };
+/** `written(n)`: a batch statement wrote n messages (for the metrics). */
+export type BatchObserver = { written(messages: number): void };
 
 export const defaultBatchLimits: BatchLimits = { maxMessages: 64, maxBytes: 8 * 1024 * 1024 };
 
@@ -35,7 +31,7 @@ type Waiting = { input: SpoolInput; resolve(spoolId: string): void; reject(err: 
  */
 export function acceptInBatches(
   pool: pg.Pool,
-  queue: TypedQueue<"inbound">,
+  signal: Signal,
   limits: BatchLimits = defaultBatchLimits,
   observer: BatchObserver,
 ): Accepting {
@@ -45,7 +41,7 @@ export function acceptInBatches(
   const next = () => {
     if (writing || waiting.length === 0) return;
     writing = true;
-    void settle(pool, queue, take(waiting, limits), observer, () => {
+    void settle(pool, signal, take(waiting, limits), observer, () => {
       writing = false;
       next();
     });
@@ -53,7 +49,7 @@ export function acceptInBatches(
 
   return {
     accept(input) {
-      if (!batchable(input)) return spoolMessage(pool, queue, input, observer.signalFailed);
+      if (!batchable(input)) return spoolMessage(pool, signal, input);
       return new Promise<string>((resolve, reject) => {
         waiting.push({ input, resolve, reject });
         next();
@@ -83,12 +79,12 @@ function take(waiting: Waiting[], limits: BatchLimits): Waiting[] {
 /** Writes one batch, calls `written` once its statement is done, answers, then queues its jobs. */
 async function settle(
   pool: pg.Pool,
-  queue: TypedQueue<"inbound">,
+  signal: Signal,
   batch: Waiting[],
   observer: BatchObserver,
   written: () => void,
 ): Promise<void> {
-  const alone = (w: Waiting) => spoolMessage(pool, queue, w.input, observer.signalFailed).then(w.resolve, w.reject);
+  const alone = (w: Waiting) => spoolMessage(pool, signal, w.input).then(w.resolve, w.reject);
   let spooled: Spooled;
   let together: Waiting[];
   try {
@@ -115,5 +111,5 @@ async function settle(
   observer.written(together.length);
   if (together.length === 0) return;
   for (const w of together) w.resolve(w.input.body.spoolId);
-  await signalJobs(queue, spooled, observer.signalFailed);
+  await signalJobs(signal, spooled);
 }

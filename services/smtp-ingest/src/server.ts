@@ -1,7 +1,7 @@
 import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors, Registry } from "@mailroom/observability";
-import type { TypedQueue } from "@mailroom/queues";
+import { accountVolume, type TypedQueue } from "@mailroom/queues";
 import {
   SMTPServer,
   type SMTPServerAddress,
@@ -80,12 +80,19 @@ export function createIngestServer(opts: IngestOptions): IngestServer {
     opts,
     data: opts.data ?? defaultDataOptions(),
     lookup: lookupInBatches(db),
-    spool: acceptInBatches(db, opts.queue, opts.acceptBatch ?? defaultBatchLimits, {
-      written: (n) => ingest.metrics?.batch(n),
-      // Accepted mail is safe in Postgres: the rule engine's sweeper queues these recipients later.
-      signalFailed: (err, recipients) =>
-        dependencyErrors(opts.logger).report("redis", err, { source: "inbound job after 250", recipients }),
-    }),
+    spool: acceptInBatches(
+      db,
+      {
+        queue: opts.queue,
+        // Each account's recent volume orders its jobs in the queue (fairness between accounts).
+        volume: accountVolume(),
+        // Accepted mail is safe in Postgres: the rule engine's sweeper queues these recipients later.
+        failed: (err, recipients) =>
+          dependencyErrors(opts.logger).report("redis", err, { source: "inbound job after 250", recipients }),
+      },
+      opts.acceptBatch ?? defaultBatchLimits,
+      { written: (n) => ingest.metrics?.batch(n) },
+    ),
     closing: false,
   };
   const server = new SMTPServer({ ...serverOptions(opts), ...sessionHandlers(ingest) });

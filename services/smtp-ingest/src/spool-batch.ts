@@ -55,7 +55,7 @@ export async function spoolTogether(db: Queryable, inputs: SpoolInput[], now = n
   return {
     spooled: {
       spoolIds: written.map((c) => c.input.body.spoolId),
-      recipientIds: written.flatMap((c) => c.recipients.map((rcpt) => rcpt.id)),
+      recipients: written.flatMap((c) => c.recipients.map(({ id, accountId }) => ({ id, accountId }))),
       claims,
     },
     accepted: new Set(written.map((c) => c.input.body.spoolId)),

@@ -1,6 +1,6 @@
 import { monthKey } from "@mailroom/core";
 import { newId, type Queryable, withTransaction } from "@mailroom/db";
-import { enqueueBulk, type TypedQueue } from "@mailroom/queues";
+import { type AccountVolume, enqueueBulk, type TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
 import type { Route } from "./recipients.ts";
 import { CLAIM_FREE_SHARD, type Claim, type ClaimRequest, claim, claimParams } from "./usage.ts";
@@ -22,10 +22,17 @@ export type SpoolInput = {
 export type Recipient = Route & { id: string };
 
 /** What an acceptance wrote: its messages, their recipients (each one the rule engine's work item), the counts. */
-export type Spooled = { spoolIds: string[]; recipientIds: string[]; claims: Claim[] };
+export type Spooled = { spoolIds: string[]; recipients: { id: string; accountId: string }[]; claims: Claim[] };
 
 /** A wake-up that could not be queued (the rows stay pending; the rule engine's sweeper queues them). */
 export type SignalFailed = (err: unknown, recipients: number) => void;
+
+/**
+ * Where the `inbound` jobs go after the 250: the queue, each account's recent volume (its jobs'
+ * priority: fairness between accounts, @mailroom/queues fairness.ts), and what to do when Redis
+ * cannot take them.
+ */
+export type Signal = { queue: TypedQueue<"inbound">; volume: AccountVolume; failed: SignalFailed };
 
 /**
  * Makes an accepted message durable: the raw bytes, one row per recipient and the usage count in one
@@ -42,12 +49,11 @@ export type SignalFailed = (err: unknown, recipients: number) => void;
  */
 export async function spoolMessage(
   pool: pg.Pool,
-  queue: TypedQueue<"inbound">,
+  signal: Signal,
   input: SpoolInput,
-  signalFailed: SignalFailed,
   now = new Date(),
 ): Promise<string> {
-  void signalJobs(queue, await spoolRows(pool, input, now), signalFailed);
+  void signalJobs(signal, await spoolRows(pool, input, now));
   return input.body.spoolId;
 }
 
@@ -78,23 +84,27 @@ export async function spoolRows(pool: pg.Pool, input: SpoolInput, now = new Date
     }
     throw err;
   }
-  return { spoolIds: [body.spoolId], recipientIds: recipients.map((r) => r.id), claims };
+  return { spoolIds: [body.spoolId], recipients: recipients.map(({ id, accountId }) => ({ id, accountId })), claims };
 }
 
 /**
  * The Redis half, after the commit: one `inbound` job per recipient (job id = recipient id, so the
- * sweeper queueing the same row again is a no-op), all in one round trip. Never rejects: a failure
- * goes to `failed` and the rows wait for the sweeper. Not awaited before the 250 (issue 13: the
- * Redis hop was a fifth of one connection's time per message and added nothing durable).
+ * sweeper queueing the same row again is a no-op), all in one round trip, each at its account's
+ * priority. Never rejects: a failure goes to `failed` and the rows wait for the sweeper. Not
+ * awaited before the 250 (issue 13: the Redis hop was a fifth of one connection's time per message
+ * and added nothing durable).
  */
-export function signalJobs(queue: TypedQueue<"inbound">, spooled: Spooled, failed: SignalFailed): Promise<void> {
+export function signalJobs(signal: Signal, spooled: Spooled): Promise<void> {
   return enqueueBulk(
-    queue,
+    signal.queue,
     "inbound",
-    spooled.recipientIds.map((id) => ({ payload: { spoolRecipientId: id }, options: { jobId: id } })),
+    spooled.recipients.map(({ id, accountId }) => ({
+      payload: { spoolRecipientId: id },
+      options: { jobId: id, priority: signal.volume.next(accountId) },
+    })),
   ).then(
     () => undefined,
-    (err: unknown) => failed(err, spooled.recipientIds.length),
+    (err: unknown) => signal.failed(err, spooled.recipients.length),
   );
 }
 

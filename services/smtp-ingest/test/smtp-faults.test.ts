@@ -137,7 +137,12 @@ describe("smtp-ingest when Postgres dies during DATA", () => {
       conn.close();
       expect(r.ok).toBe(false);
       expect(r.response).toMatch(/^451 4\.3\.0 /);
-      expect(await t.queue.getJobCounts("wait", "active", "delayed")).toEqual({ wait: 0, active: 0, delayed: 0 });
+      expect(await t.queue.getJobCounts("wait", "prioritized", "active", "delayed")).toEqual({
+        wait: 0,
+        prioritized: 0,
+        active: 0,
+        delayed: 0,
+      });
     } finally {
       await server.close();
       await prisma.$disconnect().catch(() => undefined);

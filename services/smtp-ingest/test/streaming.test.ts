@@ -156,7 +156,7 @@ describe("smtp-ingest streams DATA to the spool", () => {
       data: { budget, chunkBytes: 64 * 1024 },
     });
     const [spoolsBefore, recipientsBefore] = [await spools(), await recipients()];
-    const jobs = () => t.queue.getJobCounts("wait", "active", "delayed", "completed", "failed");
+    const jobs = () => t.queue.getJobCounts("wait", "prioritized", "active", "delayed", "completed", "failed");
     const jobsBefore = await jobs();
     const raw = bigMessage(2);
     const body = new PassThrough();
