@@ -115,6 +115,9 @@ describe("end to end: SMTP in → signed webhook out", () => {
       htmlBody: "<p>Hello,<br>the report is <b>attached</b>.</p>",
       attachments: [{ filename: "report.csv", contentType: "text/csv", size: 8, stored: true }],
       spamVerdict: "GRAY",
+      // Who handed it to us (the webhook payload carries it too: it equals this view).
+      received: { clientIp: "127.0.0.1", helo: expect.any(String), tls: null },
+      send: null,
     });
     expect(got.body.id).toMatch(/^em_/);
     expect(got.body.threadId).toMatch(/^thr_/);

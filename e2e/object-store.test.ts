@@ -4,7 +4,7 @@ import { poolOf } from "@mailroom/db";
 import type { Stack, TestAccount, WebhookFixture } from "@mailroom/stack";
 import { mailAttachmentToWebhook, routeToWebhook, startWebhookFixture } from "@mailroom/stack";
 import { type LocalS3, startLocalS3 } from "@mailroom/storage/testing";
-import { type Receiver, waitFor } from "@mailroom/testing";
+import { type Receiver, splitStored, waitFor } from "@mailroom/testing";
 
 /**
  * BYTE_STORE=s3 end to end, against s3rver (an S3-compatible server over HTTP on loopback): a
@@ -77,8 +77,10 @@ it("stores a 25 MB attachment and the raw MIME in the object store; the payload'
   // The API reads both from the store.
   const api = (path: string) => fetch(`${stack.apiUrl}${path}`, { headers: { authorization: `Bearer ${acct.key}` } });
   const raw = Buffer.from(await (await api(`/api/v1/emails/${email.id}/raw`)).arrayBuffer());
-  expect(raw.length).toBe(spool.size);
-  expect(createHash("sha256").update(raw).digest("hex")).toBe(spool.sha256);
+  // Our Received header, then the client's bytes, which size and sha256 describe.
+  const { received, client } = splitStored(raw, spool.size);
+  expect(received).toMatch(/^Received: from .* id spl_\w+\r\n\tfor <[^>]+>; [^\r\n]+\r\n$/s);
+  expect(createHash("sha256").update(client).digest("hex")).toBe(spool.sha256);
   const download = await api(`/api/v1/emails/${email.id}/attachments/0`);
   expect(download.status).toBe(200);
   expect(Buffer.from(await download.arrayBuffer()).equals(content)).toBe(true);

@@ -60,6 +60,26 @@ export const emailSchema = z
           "Postgres cannot store (U+0000, lone surrogates), each replaced with U+FFFD; the raw message is unchanged. " +
           "Usually empty",
       ),
+    received: z
+      .strictObject({
+        clientIp: z
+          .string()
+          .describe(
+            "address of the SMTP client that handed the message to us (behind a PROXY protocol load balancer: the client's, not the balancer's)",
+          ),
+        helo: z.string().nullable().describe("the name the client gave in HELO/EHLO"),
+        tls: z
+          .strictObject({
+            protocol: z.string().describe("negotiated TLS version, e.g. `TLSv1.3`"),
+            cipher: z.string().describe("OpenSSL cipher name, e.g. `TLS_AES_256_GCM_SHA384`"),
+          })
+          .nullable()
+          .describe("the STARTTLS session the message came in on; null when the client did not use TLS"),
+      })
+      .nullable()
+      .describe(
+        "inbound mail only: who handed the message to us over SMTP, as in the `Received:` header we add at the top of the raw message; null on outbound mail",
+      ),
     send: z
       .strictObject({
         status: z.enum(["queued", "sending", "retrying", "sent", "failed"]),

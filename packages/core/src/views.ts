@@ -141,12 +141,37 @@ export type EmailRow = {
   strippedText?: string | null;
   /** Fields whose decoded text had characters Postgres cannot store replaced (absent = none). */
   sanitized?: string[];
+  /**
+   * Inbound mail received over SMTP: what the spool row (spooled_messages) recorded about the
+   * client. Null or absent for outbound mail and for mail that did not come in over SMTP; every
+   * reader that shows an inbound email (API, webhook payload) loads it.
+   */
+  spool?: SpoolOrigin | null;
   /** Outbound only: relay hand-off state (absent or null on inbound mail). */
   sendStatus?: string | null;
   sendAttempts?: number;
   sendLastReply?: string | null;
   sentAt?: Date | null;
 };
+
+/** The SMTP client a message came from, as the ingest recorded it on the spool row. */
+export type SpoolOrigin = {
+  remoteIp: string | null;
+  helo: string | null;
+  tlsProtocol: string | null;
+  tlsCipher: string | null;
+};
+
+/** `null` for outbound mail (and inbound mail without a client address); who handed it to us over SMTP. */
+function receivedView(e: EmailRow) {
+  const s = e.spool;
+  if (e.direction !== "inbound" || !s?.remoteIp) return null;
+  return {
+    clientIp: s.remoteIp,
+    helo: s.helo,
+    tls: s.tlsProtocol ? { protocol: s.tlsProtocol, cipher: s.tlsCipher ?? "" } : null,
+  };
+}
 
 /** `null` for inbound mail; for outbound, where the relay hand-off stands. */
 function sendView(e: EmailRow) {
@@ -200,6 +225,7 @@ export function emailView(
     dmarcVerdict: e.dmarcVerdict,
     receivedAt: e.receivedAt.toISOString(),
     sanitized: e.sanitized ?? [],
+    received: receivedView(e),
     send: sendView(e),
   };
 }

@@ -1,4 +1,4 @@
-import type { AttachmentRow, EmailRow } from "@mailroom/core";
+import type { AttachmentRow, EmailRow, SpoolOrigin } from "@mailroom/core";
 import { newId, type PrismaClient, poolOf } from "@mailroom/db";
 
 /**
@@ -58,7 +58,9 @@ type Row = Omit<LoadedDelivery, "endpoint" | "email"> & {
   ep_previousSecretExpiresAt: Date | null;
   domain: string | null;
   attachments: AttachmentRow[];
-} & { [K in keyof EmailRow as `e_${K & string}`]: EmailRow[K] } & { e_recipient: string | null };
+} & { [K in keyof Omit<EmailRow, "spool"> as `e_${K & string}`]: EmailRow[K] } & { e_recipient: string | null } & {
+  [K in keyof SpoolOrigin as `s_${K & string}`]: SpoolOrigin[K];
+};
 
 /** The delivery `d` (a table or a CTE) with its endpoint, email, attachments and domain. */
 const selectLoaded = (from: string, extra = "", where = `WHERE d."id" = $1`) => `
@@ -75,7 +77,9 @@ const selectLoaded = (from: string, extra = "", where = `WHERE d."id" = $1`) => 
            e."spfVerdict" AS "e_spfVerdict", e."dkimVerdict" AS "e_dkimVerdict", e."dmarcVerdict" AS "e_dmarcVerdict",
            e."receivedAt" AS "e_receivedAt", e."sanitized" AS "e_sanitized", e."sendStatus" AS "e_sendStatus",
            e."sendAttempts" AS "e_sendAttempts", e."sendLastReply" AS "e_sendLastReply", e."sentAt" AS "e_sentAt",
-           e."recipient" AS "e_recipient", dom."domain" AS "domain"${extra},
+           e."recipient" AS "e_recipient", dom."domain" AS "domain",
+           s."remoteIp" AS "s_remoteIp", s."helo" AS "s_helo", s."tlsProtocol" AS "s_tlsProtocol",
+           s."tlsCipher" AS "s_tlsCipher"${extra},
            coalesce((SELECT json_agg(json_build_object('id', a."id", 'inRow', a."content" IS NOT NULL, 'index', a."index", 'filename', a."filename",
                                      'contentType', a."contentType", 'size', a."size", 'stored', a."stored"))
                        FROM "attachments" a WHERE a."emailId" = e."id"), '[]'::json) AS "attachments"
@@ -83,6 +87,7 @@ const selectLoaded = (from: string, extra = "", where = `WHERE d."id" = $1`) => 
       JOIN "endpoints" ep ON ep."id" = d."endpointId"
       JOIN "emails" e ON e."id" = d."emailId"
       LEFT JOIN "domains" dom ON dom."id" = e."domainId"
+      LEFT JOIN "spooled_messages" s ON s."id" = e."spoolId"
      ${where}`;
 
 /** The delivery as it is, whatever its state: to tell why it could not be claimed. */
@@ -257,6 +262,12 @@ function fromRow(r: Row): LoadedDelivery {
       sendLastReply: r.e_sendLastReply ?? null,
       sentAt: r.e_sentAt ?? null,
       recipient: r.e_recipient,
+      spool: {
+        remoteIp: r.s_remoteIp,
+        helo: r.s_helo,
+        tlsProtocol: r.s_tlsProtocol,
+        tlsCipher: r.s_tlsCipher,
+      },
       attachments: r.attachments,
       domain: r.domain === null ? null : { domain: r.domain },
     },

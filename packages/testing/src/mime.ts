@@ -50,3 +50,14 @@ export function poisonMessage(to: string, subject = "poison", from = "Mallory <m
     "",
   ].join("\r\n");
 }
+
+/**
+ * A message as smtp-ingest stored it, split: our `Received:` header (everything before the client's
+ * `size` bytes, which spooled_messages.size counts) and the client's bytes, which must be exactly
+ * what was sent.
+ */
+export function splitStored(raw: Uint8Array, clientSize: number): { received: string; client: Buffer } {
+  const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  const cut = bytes.length - clientSize;
+  return { received: bytes.subarray(0, cut).toString("latin1"), client: bytes.subarray(cut) };
+}

@@ -74,6 +74,14 @@ describe("reading real mail: raw, attachments, threads, search", () => {
     const spool = await stack.prisma.email.findUniqueOrThrow({ where: { id: first.id }, include: { spool: true } });
     expect(r.bytes.equals(Buffer.from(spool.spool?.raw ?? []))).toBe(true);
     const text = r.bytes.toString("latin1");
+    // Our trace header first (the client's bytes follow it unchanged), naming what the view shows.
+    const spoolId = spool.spoolId as string;
+    expect(text.startsWith(`Received: from ${first.received.helo} (`)).toBe(true);
+    expect(text).toMatch(/^[^\r\n]* \[127\.0\.0\.1\]\)\r\n/);
+    expect(text).toContain(
+      `\r\n\tby mx.mailroom.test (mailroom) with ESMTP id ${spoolId}\r\n\tfor <desk@reads.example.com>; `,
+    );
+    expect(first.received).toEqual({ clientIp: "127.0.0.1", helo: expect.any(String), tls: null });
     expect(text).toContain("Message-ID: <quote-1@builders.example>");
     expect(text).toContain("Subject: Scaffolding quote");
     // A read-only key may read it; HEAD works.

@@ -129,6 +129,7 @@ describe("outbound mail: replies, new messages, relay failures", () => {
       spamVerdict: null,
       attachments: [{ filename: "invoice.txt", contentType: "text/plain", size: 10, stored: true }],
       send: { status: "queued", attempts: 0, lastReply: null, sentAt: null },
+      received: null,
     });
     expect(res.body.messageId).toMatch(/^<[\w-]+@outbound-example\.com>$/);
 

@@ -48,7 +48,8 @@ export async function finishStoring(
 /** The attachments are parsed again from the raw bytes: the first parse died with the process. */
 async function resumeStoring(deps: ProcessDeps, rcpt: LoadedRecipient, emailId: string): Promise<void> {
   const raw = await bytesOf(deps).readRaw(rcpt.spoolId, { shared: true });
-  const parsed = raw ? await deps.parser.parse(raw, deps.mtaHostname) : null;
+  // Only the attachments are wanted here: the email row (and its Message-ID) is already stored.
+  const parsed = raw ? await deps.parser.parse(raw, "") : null;
   await finishStoring(deps, rcpt.id, emailId, parsed?.ok ? parsed.email.attachments : []);
 }
 

@@ -44,7 +44,7 @@ export async function parseAndJudge(
 type Verdicts = Omit<Judged, "sanitized" | "contentHash">;
 
 async function judgeParsed(deps: ProcessDeps, rcpt: LoadedRecipient, raw: Uint8Array): Promise<Verdicts> {
-  const parsed = await deps.parser.parse(raw, deps.mtaHostname);
+  const parsed = await deps.parser.parse(raw, fallbackMessageId(deps, rcpt));
   if (!parsed.ok) return unjudged(deps, rcpt, raw, parsed.reason, false);
   const meta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
   const [auth, spam] = await Promise.all([
@@ -54,11 +54,15 @@ async function judgeParsed(deps: ProcessDeps, rcpt: LoadedRecipient, raw: Uint8A
   return { email: parsed.email, auth, spam, parsed: true };
 }
 
+/** The Message-ID of a message that has none (parse.ts generatedMessageId). */
+const fallbackMessageId = (deps: ProcessDeps, rcpt: LoadedRecipient) =>
+  generatedMessageId(rcpt.spool.sha256, deps.mtaHostname);
+
 /** Kept as raw (GET /emails/{id}/raw) and marked: nothing about it could be verified. */
 function unjudged(deps: ProcessDeps, rcpt: LoadedRecipient, raw: Uint8Array, reason: string, empty: boolean): Verdicts {
   deps.logger.warn({ spoolRecipientId: rcpt.id, reason }, "message could not be parsed; storing raw");
   return {
-    email: unparsedEmail(raw, rcpt.spool.mailFrom, deps.mtaHostname, empty),
+    email: unparsedEmail(raw, rcpt.spool.mailFrom, fallbackMessageId(deps, rcpt), empty),
     auth: { spf: "PROCESSING_FAILED", dkim: "PROCESSING_FAILED", dmarc: "PROCESSING_FAILED" },
     spam: { verdict: "PROCESSING_FAILED", score: null },
     parsed: false,
@@ -78,7 +82,7 @@ export function bodyHash(raw: Uint8Array): string {
  * Best effort for a message the parser refused (or one that could not be processed at all): a few
  * raw header values from the first 64 KB, or (`empty`) none, only what the envelope says.
  */
-function unparsedEmail(raw: Uint8Array, envelopeFrom: string, fallbackIdDomain: string, empty: boolean): ParsedEmail {
+function unparsedEmail(raw: Uint8Array, envelopeFrom: string, fallbackId: string, empty: boolean): ParsedEmail {
   const head = empty
     ? ""
     : Buffer.from(raw.buffer, raw.byteOffset, Math.min(raw.byteLength, 65_536)).toString("latin1");
@@ -88,7 +92,7 @@ function unparsedEmail(raw: Uint8Array, envelopeFrom: string, fallbackIdDomain: 
     new RegExp(`^${name}:[ \\t]*(.*)$`, "im").exec(unfolded)?.[1]?.trim().slice(0, 998) ?? null;
   const messageId = header("Message-ID");
   return {
-    messageId: messageId ?? generatedMessageId(raw, fallbackIdDomain),
+    messageId: messageId ?? fallbackId,
     messageIdPresent: Boolean(messageId),
     inReplyTo: null,
     references: [],

@@ -18,7 +18,8 @@ export type LoadedRecipient = {
   status: string;
   /** Tries counted so far including this one; null when no try was counted (not pending, or not asked). */
   tries: number | null;
-  spool: { mailFrom: string; remoteIp: string | null; helo: string | null; receivedAt: Date };
+  /** `sha256`: of the bytes the client sent (the stored raw has our Received header in front). */
+  spool: { mailFrom: string; remoteIp: string | null; helo: string | null; sha256: string; receivedAt: Date };
   /** Bytes of the raw message (0 when they are gone). */
   size: number;
   /**
@@ -44,6 +45,7 @@ type Row = Omit<LoadedRecipient, "spool" | "address" | "rules" | "tries" | "size
   mailFrom: string;
   remoteIp: string | null;
   helo: string | null;
+  sha256: string;
   receivedAt: Date;
   addressFound: boolean;
   localPart: string | null;
@@ -58,7 +60,7 @@ const LOAD_SQL = `WITH try AS (
      )
      SELECT r.id, r."spoolId", r."accountId", r."domainId", r."addressId", r.recipient, r.status,
             (SELECT attempts FROM try) AS tries,
-            s."mailFrom", s."remoteIp", s.helo, s."receivedAt", octet_length(s.raw) AS size,
+            s."mailFrom", s."remoteIp", s.helo, s.sha256, s."receivedAt", octet_length(s.raw) AS size,
             CASE WHEN r.status = 'pending' AND octet_length(s.raw) <= $3 THEN s.raw END AS raw,
             acc.id IS NOT NULL AS "accountExists",
             d.id IS NOT NULL AS "domainExists",
@@ -123,7 +125,7 @@ export async function loadRecipient(
     recipient: r.recipient,
     status: r.status,
     tries: r.tries,
-    spool: { mailFrom: r.mailFrom, remoteIp: r.remoteIp, helo: r.helo, receivedAt: r.receivedAt },
+    spool: { mailFrom: r.mailFrom, remoteIp: r.remoteIp, helo: r.helo, sha256: r.sha256, receivedAt: r.receivedAt },
     size: r.size ?? 0,
     raw: r.raw,
     accountExists: r.accountExists,

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import type { ParseLimits, WorkerAttachment, WorkerEmail, WorkerRequest, WorkerResponse } from "./parse-worker.ts";
 
@@ -37,7 +36,8 @@ export type ParserOptions = {
 };
 
 export type Parser = {
-  parse(raw: Uint8Array, fallbackIdDomain: string): Promise<ParseResult>;
+  /** `fallbackMessageId`: the Message-ID a message without one gets (generatedMessageId). */
+  parse(raw: Uint8Array, fallbackMessageId: string): Promise<ParseResult>;
   close(): Promise<void>;
 };
 
@@ -63,7 +63,7 @@ export function createParser(opts: ParserOptions = {}): Parser {
   const pool = slotPool(Math.max(1, opts.threads ?? 2));
   let closed = false;
   return {
-    async parse(raw, fallbackIdDomain) {
+    async parse(raw, fallbackMessageId) {
       if (closed) throw new Error("parser closed");
       const slot = await pool.acquire();
       let res: WorkerResponse;
@@ -79,7 +79,7 @@ export function createParser(opts: ParserOptions = {}): Parser {
         email: {
           ...rest,
           // A message without Message-ID still needs a stable one for threading and dedupe.
-          messageId: messageId ?? generatedMessageId(raw, fallbackIdDomain),
+          messageId: messageId ?? fallbackMessageId,
           messageIdPresent: Boolean(messageId),
         },
       };
@@ -190,6 +190,11 @@ async function runOn(slot: Slot, raw: Uint8Array, settings: Settings): Promise<W
   });
 }
 
-export function generatedMessageId(raw: Uint8Array, domain: string): string {
-  return `<${createHash("sha256").update(raw).digest("hex").slice(0, 32)}@${domain}>`;
+/**
+ * The Message-ID of a message that has none, from the SHA-256 of the bytes the client sent
+ * (spooled_messages.sha256, which our prepended Received header is not part of): the same message
+ * sent again gets the same id, so the dedupe still recognises it.
+ */
+export function generatedMessageId(clientSha256: string, domain: string): string {
+  return `<${clientSha256.slice(0, 32)}@${domain}>`;
 }

@@ -211,9 +211,17 @@ describe("rule engine processing", () => {
     expect(spool.size).toBe(Buffer.byteLength(raw));
   });
 
-  it("a message without Message-ID gets a generated one", async () => {
-    const e = await deliver("sales@route.example", mail({ to: "sales@route.example", subject: "no id" }));
+  it("a message without Message-ID gets a generated one, the same when it is sent again (stored once)", async () => {
+    const raw = mail({ to: "sales@route.example", subject: "no id" });
+    const e = await deliver("sales@route.example", raw);
     expect(e.messageId).toMatch(/^<[0-9a-f]{32}@mx\.mailroom\.test>$/);
+    // From the client's bytes, not from what is stored: our Received header (spool id, date)
+    // differs on every copy, and a client retrying after a lost 250 must not get a second email.
+    const again = await p.sendRaw("sender@outside.example", ["sales@route.example"], raw);
+    expect(again.response).toMatch(/^250 /);
+    await p.processed(again.spoolId!);
+    expect(await p.prisma.email.count({ where: { spoolId: again.spoolId! } })).toBe(0);
+    expect(await p.prisma.email.count({ where: { messageId: e.messageId } })).toBe(1);
   });
 
   it("a 25 MB attachment is stored whole", async () => {

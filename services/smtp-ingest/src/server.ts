@@ -1,3 +1,4 @@
+import type { TLSSocket } from "node:tls";
 import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors, Registry } from "@mailroom/observability";
@@ -18,6 +19,7 @@ import { qualifyPostmaster } from "./postmaster.ts";
 import { acceptProxyProtocol } from "./proxy-accept.ts";
 import { type Lookup, lookupInBatches } from "./rcpt-lookup.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
+import { receivedHeader, type TlsInfo } from "./received-header.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
 import { OverAllotment } from "./usage.ts";
 
@@ -66,6 +68,8 @@ type Ingest = {
   closing: boolean;
   guard?: ConnectionGuard;
   metrics?: IngestMetrics;
+  /** The TLS session of each session that did STARTTLS (for the Received header and the spool row). */
+  tls: WeakMap<SMTPServerSession, TlsInfo>;
 };
 
 /**
@@ -94,6 +98,7 @@ export function createIngestServer(opts: IngestOptions): IngestServer {
       { written: (n) => ingest.metrics?.batch(n) },
     ),
     closing: false,
+    tls: new WeakMap(),
   };
   const server = new SMTPServer({ ...serverOptions(opts), ...sessionHandlers(ingest) });
 
@@ -149,6 +154,12 @@ function sessionHandlers(ingest: Ingest): Partial<SMTPServerOptions> {
     },
     onClose(session) {
       ingest.guard?.closed(session);
+    },
+    onSecure(socket, session, cb) {
+      // The negotiated protocol is the socket's (getCipher().version is the cipher's minimum).
+      const tls = socket as unknown as TLSSocket;
+      ingest.tls.set(session, { protocol: tls.getProtocol() ?? "unknown", cipher: tls.getCipher().name });
+      cb();
     },
     onMailFrom(address, session, cb) {
       if (ingest.closing) return cb(shuttingDown());
@@ -232,12 +243,28 @@ function refusal(logger: Logger, err: unknown): Error {
 async function accept(ingest: Ingest, session: SMTPServerSession, body: ReceivedBody): Promise<string> {
   const routes = (session.envelope.rcptTo as RoutedAddress[]).flatMap((a) => (a.route ? [a.route] : []));
   const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
+  const tls = ingest.tls.get(session) ?? null;
+  const remoteIp = session.remoteAddress || null;
+  const helo = session.hostNameAppearsAs || null;
   try {
     const spoolId = await ingest.spool.accept({
       body,
+      received: receivedHeader({
+        helo,
+        // smtp-server's reverse lookup, or `[address]` when there was no name.
+        reverseName: session.clientHostname && !session.clientHostname.startsWith("[") ? session.clientHostname : null,
+        clientIp: remoteIp,
+        by: ingest.opts.hostname,
+        esmtp: session.openingCommand === "EHLO",
+        tls,
+        spoolId: body.spoolId,
+        recipients: routes.map((r) => r.recipient),
+        at: new Date(),
+      }),
       mailFrom,
-      remoteIp: session.remoteAddress ?? null,
-      helo: session.hostNameAppearsAs ?? null,
+      remoteIp,
+      helo,
+      tls,
       routes,
     });
     ingest.opts.logger.info({ spoolId, bytes: body.size, recipients: routes.length }, "message accepted");

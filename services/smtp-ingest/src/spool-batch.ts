@@ -62,31 +62,34 @@ export async function spoolTogether(db: Queryable, inputs: SpoolInput[], now = n
   };
 }
 
-/** $1–$5 the claims (usage.ts), $6 the time, $7–$15 the messages, $16–$21 the recipients. */
+/** $1–$5 the claims (usage.ts), $6 the time, $7–$18 the messages, $19–$24 the recipients. */
 const ACCEPT_TOGETHER = `
   WITH ${CLAIM_FREE_SHARDS},
   m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
-        SELECT v.id, v."mailFrom", v."remoteIp", v.helo, v.size, v.sha256, substring($15::bytea FROM v.off + 1 FOR v.size), $6
-          FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::text[], $14::int[])
-            AS v(id, "accountId", "mailFrom", "remoteIp", helo, size, sha256, off)
+        SELECT v.id, v."mailFrom", v."remoteIp", v.helo, v."tlsProtocol", v."tlsCipher", v.size, v.sha256,
+               substring($18::bytea FROM v.off + 1 FOR v.len), $6
+          FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+                      $14::int[], $15::text[], $16::int[], $17::int[])
+            AS v(id, "accountId", "mailFrom", "remoteIp", helo, "tlsProtocol", "tlsCipher", size, sha256, off, len)
          WHERE v."accountId" IN (SELECT "accountId" FROM claimed)
         RETURNING id),
   r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
         SELECT v.id, v."spoolId", v."accountId", v."domainId", v."addressId", v.recipient, $6
-          FROM unnest($16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[])
+          FROM unnest($19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[])
             AS v(id, "spoolId", "accountId", "domainId", "addressId", recipient)
          WHERE v."spoolId" IN (SELECT id FROM m))
   SELECT "accountId", shard FROM claimed`;
 
 /**
- * Per message: its head columns and its offset in the joined bytes, then the joined bytes (held in
- * memory, so each message's bytes are its whole `size`).
+ * Per message: its head columns, then its offset and length in the joined bytes, then the joined
+ * bytes: each message as stored (our Received header, then the client's bytes, all held in memory).
  */
 function messageArrays(inputs: SpoolInput[]): unknown[] {
+  const lengths = inputs.map((i) => i.received.length + i.body.tail.length);
   let off = 0;
-  const offsets = inputs.map((i) => {
+  const offsets = lengths.map((n) => {
     const at = off;
-    off += i.body.tail.length;
+    off += n;
     return at;
   });
   return [
@@ -95,11 +98,14 @@ function messageArrays(inputs: SpoolInput[]): unknown[] {
     inputs.map((i) => i.mailFrom),
     inputs.map((i) => i.remoteIp),
     inputs.map((i) => i.helo),
+    inputs.map((i) => i.tls?.protocol ?? null),
+    inputs.map((i) => i.tls?.cipher ?? null),
     inputs.map((i) => i.body.size),
     inputs.map((i) => i.body.sha256),
     offsets,
+    lengths,
     Buffer.concat(
-      inputs.map((i) => i.body.tail),
+      inputs.flatMap((i) => [i.received, i.body.tail]),
       off,
     ),
   ];

@@ -2,20 +2,28 @@ import { monthKey } from "@mailroom/core";
 import { newId, type Queryable, withTransaction } from "@mailroom/db";
 import { type AccountVolume, enqueueBulk, type TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
+import type { TlsInfo } from "./received-header.ts";
 import type { Route } from "./recipients.ts";
 import { CLAIM_FREE_SHARD, type Claim, type ClaimRequest, claim, claimParams } from "./usage.ts";
 
 /**
  * The message bytes: `staged` slices already in spool_chunks under `spoolId` (see receive.ts),
- * followed by `tail`. `size` and `sha256` cover the whole message.
+ * followed by `tail`. `size` and `sha256` cover the whole message as the client sent it.
  */
 export type SpoolBody = { spoolId: string; staged: number; tail: Buffer; size: number; sha256: string };
 
+/**
+ * `received`: our `Received:` header (received-header.ts), stored in front of the client's bytes;
+ * the columns `size` and `sha256` still describe the client's bytes alone (what the size limit
+ * counted), so the stored raw is `octet_length(raw) - size` bytes of our header, then those.
+ */
 export type SpoolInput = {
   body: SpoolBody;
+  received: Buffer;
   mailFrom: string;
   remoteIp: string | null;
   helo: string | null;
+  tls: TlsInfo | null;
   routes: Route[];
 };
 
@@ -119,7 +127,7 @@ export function usageRequests(recipients: Recipient[], month: string): ClaimRequ
   return [...byAccount.values()].sort((a, b) => (a.accountId < b.accountId ? -1 : 1));
 }
 
-export const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, size, sha256, raw, "receivedAt"`;
+export const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, "tlsProtocol", "tlsCipher", size, sha256, raw, "receivedAt"`;
 
 /** Recipient rows from arrays (one statement for any number); `$1` is the spool id, `$2` the time. */
 const RECIPIENTS_FROM_ARRAYS = `
@@ -135,16 +143,29 @@ const recipientArrays = (rs: Recipient[]) => [
   rs.map((r) => r.recipient),
 ];
 
+/** The columns before `raw`, in MESSAGE_COLUMNS order. */
 const messageHead = (input: SpoolInput) => {
-  const { body } = input;
-  return [body.spoolId, input.mailFrom, input.remoteIp, input.helo, body.size, body.sha256];
+  const { body, tls } = input;
+  return [
+    body.spoolId,
+    input.mailFrom,
+    input.remoteIp,
+    input.helo,
+    tls?.protocol ?? null,
+    tls?.cipher ?? null,
+    body.size,
+    body.sha256,
+  ];
 };
 
-/** Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$18 the rest. */
+/** A message held in memory as stored: our Received header, then the client's bytes. */
+export const storedBytes = (input: SpoolInput): Buffer => Buffer.concat([input.received, input.body.tail]);
+
+/** Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$20 the rest. */
 const ACCEPT_IN_ONE_STATEMENT = `
   WITH c AS (${CLAIM_FREE_SHARD}),
   m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
-        SELECT $6, $13, $14, $15, $16, $17, $18, $7 FROM c RETURNING id),
+        SELECT $6, $13, $14, $15, $16, $17, $18, $19, $20, $7 FROM c RETURNING id),
   r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
         SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7
           FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
@@ -174,7 +195,7 @@ async function acceptInOneStatement(
       now,
       ...recipientArrays(recipients),
       ...messageHead(input).slice(1),
-      input.body.tail,
+      storedBytes(input),
     ],
   });
   const shard = r.rows[0]?.shard;
@@ -200,19 +221,19 @@ function acceptInTransaction(
     const claims: Claim[] = [];
     for (const req of requests) claims.push(await claim(db, req, tryFreeShards));
     if (body.staged === 0) {
-      await db.query(`INSERT INTO spooled_messages (${MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
-        ...messageHead(input),
-        body.tail,
-        now,
-      ]);
+      await db.query(
+        `INSERT INTO spooled_messages (${MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [...messageHead(input), storedBytes(input), now],
+      );
     } else {
       // Staged slices are joined inside Postgres, so a big message never exists whole in this process.
       const joined = await db.query<{ n: number }>(
         `INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
-         SELECT $1, $2, $3, $4, $5, $6, COALESCE(string_agg(data, ''::bytea ORDER BY seq), ''::bytea) || $7::bytea, $8
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8,
+                $9::bytea || COALESCE(string_agg(data, ''::bytea ORDER BY seq), ''::bytea) || $10::bytea, $11
            FROM spool_chunks WHERE "uploadId" = $1
-         RETURNING octet_length(raw) AS n`,
-        [...messageHead(input), body.tail, now],
+         RETURNING octet_length(raw) - octet_length($9::bytea) AS n`,
+        [...messageHead(input), input.received, body.tail, now],
       );
       // A slice missing (purged as stale, or lost with an unlogged table in a Postgres crash) must
       // not become a shorter message: refuse, and the client retries.

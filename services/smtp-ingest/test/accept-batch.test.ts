@@ -6,7 +6,7 @@ import { Registry } from "@mailroom/observability";
 import { createQueue, createRedis } from "@mailroom/queues";
 import { type IngestEnv, ingestEnv } from "@mailroom/stack";
 import type { Seeded, ThrowawayRedis } from "@mailroom/testing";
-import { seedAddress, seedDomain, simpleMessage, startThrowawayRedis, waitFor } from "@mailroom/testing";
+import { seedAddress, seedDomain, simpleMessage, splitStored, startThrowawayRedis, waitFor } from "@mailroom/testing";
 import pg from "pg";
 import { type RawSession, rawSession } from "./raw-session.ts";
 
@@ -102,11 +102,12 @@ describe("accepting concurrent sessions in one batch", () => {
     const rows = await t.prisma.spooledMessage.findMany({ where: { id: { in: ids } }, include: { recipients: true } });
     expect(rows).toHaveLength(6);
     for (const row of rows) {
-      // Each message's own bytes (cut from the batch's joined bytes at the right offset).
-      const raw = Buffer.from(row.raw ?? []);
-      expect(raw.toString().startsWith(sessions[ids.indexOf(row.id)]!.body)).toBe(true);
-      expect(raw.length).toBe(row.size);
-      expect(createHash("sha256").update(raw).digest("hex")).toBe(row.sha256);
+      // Each message's own bytes (cut from the batch's joined bytes at the right offset), behind
+      // its own Received header.
+      const { received, client } = splitStored(row.raw ?? new Uint8Array(), row.size);
+      expect(received).toMatch(new RegExp(`^Received: from .* id ${row.id}\r\n\tfor <info@batch.example>; `, "s"));
+      expect(client.toString().startsWith(sessions[ids.indexOf(row.id)]!.body)).toBe(true);
+      expect(createHash("sha256").update(client).digest("hex")).toBe(row.sha256);
       expect(row.recipients).toHaveLength(1);
       const job = await t.queue.getJob(row.recipients[0]!.id);
       expect(job?.data).toEqual({ spoolRecipientId: row.recipients[0]!.id });

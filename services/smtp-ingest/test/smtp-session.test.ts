@@ -14,6 +14,7 @@ import {
   send,
   sendOnce,
   simpleMessage,
+  splitStored,
   swaks,
 } from "@mailroom/testing";
 
@@ -132,13 +133,25 @@ describe("smtp-ingest session", () => {
     });
     const conn = await connect({ port: tls.port, tls: true });
     expect(conn.secure).toBe(true);
-    const r = await send(
-      conn,
-      { from: "a@sender.example", to: ["support@session.example"] },
-      simpleMessage("a@sender.example", "support@session.example"),
-    );
+    const message = simpleMessage("a@sender.example", "support@session.example");
+    const r = await send(conn, { from: "a@sender.example", to: ["support@session.example"] }, message);
     conn.quit();
     expect(r.response).toMatch(/^250 2\.0\.0 Ok: queued as spl_/);
+    // The TLS session is on the spool row and in our Received header, which is followed by exactly
+    // the client's bytes.
+    const spoolId = /queued as (spl_\w+)/.exec(r.response)?.[1] ?? "";
+    const row = await t.prisma.spooledMessage.findUniqueOrThrow({ where: { id: spoolId } });
+    expect(row).toMatchObject({ remoteIp: "127.0.0.1", helo: "client.example" });
+    expect(row.tlsProtocol).toMatch(/^TLSv1\.[23]$/);
+    expect(row.tlsCipher).toMatch(/^[A-Z0-9_-]{8,}$/);
+    const { received, client } = splitStored(row.raw ?? new Uint8Array(), row.size);
+    expect(received).toMatch(/^Received: from client\.example \([^ ]+ \[127\.0\.0\.1\]\)\r\n/);
+    expect(received).toContain(`\r\n\t(using ${row.tlsProtocol} with cipher ${row.tlsCipher})\r\n`);
+    expect(received).toContain(`\r\n\tby mx.mailroom.test (mailroom) with ESMTPS id ${spoolId}\r\n`);
+    expect(received).toMatch(
+      /\r\n\tfor <support@session\.example>; \w{3}, \d{1,2} \w{3} \d{4} \d\d:\d\d:\d\d \+0000\r\n$/,
+    );
+    expect(client.toString("latin1")).toBe(message);
     if (haveSwaks()) {
       const s = await swaks([
         "--server",

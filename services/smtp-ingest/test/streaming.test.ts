@@ -14,6 +14,7 @@ import {
   seedDomain,
   send,
   sparePort,
+  splitStored,
   startPgProxy,
   waitFor,
 } from "@mailroom/testing";
@@ -95,8 +96,13 @@ describe("smtp-ingest streams DATA to the spool", () => {
       expect(r.response).toMatch(/^250 2\.0\.0 /);
       const spoolId = /queued as (spl_\w+)/.exec(r.response)![1]!;
       const stored = await readBytea(db(), { table: "spooled_messages", column: "raw" }, spoolId);
-      expect(stored!.length).toBe(raw.length);
-      expect(sha256(stored!)).toBe(sha256(raw));
+      // Our Received header, then exactly what the client sent; size and sha256 are the client's.
+      const { received, client } = splitStored(stored!, raw.length);
+      expect(received).toMatch(
+        new RegExp(`^Received: from [^\r\n]+\r\n(\t[^\r\n]+\r\n)*\tby [^\r\n]+ id ${spoolId}\r\n`),
+      );
+      expect(client.length).toBe(raw.length);
+      expect(sha256(client)).toBe(sha256(raw));
       const row = await t.prisma.spooledMessage.findUniqueOrThrow({
         where: { id: spoolId },
         select: { sha256: true, size: true },

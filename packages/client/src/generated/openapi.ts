@@ -802,6 +802,20 @@ export interface components {
             id: string;
             inReplyTo: string | null;
             messageId: string;
+            /** @description inbound mail only: who handed the message to us over SMTP, as in the `Received:` header we add at the top of the raw message; null on outbound mail */
+            received: {
+                /** @description address of the SMTP client that handed the message to us (behind a PROXY protocol load balancer: the client's, not the balancer's) */
+                clientIp: string;
+                /** @description the name the client gave in HELO/EHLO */
+                helo: string | null;
+                /** @description the STARTTLS session the message came in on; null when the client did not use TLS */
+                tls: {
+                    /** @description OpenSSL cipher name, e.g. `TLS_AES_256_GCM_SHA384` */
+                    cipher: string;
+                    /** @description negotiated TLS version, e.g. `TLSv1.3` */
+                    protocol: string;
+                } | null;
+            } | null;
             /**
              * Format: date-time
              * @description ISO 8601 UTC timestamp with milliseconds

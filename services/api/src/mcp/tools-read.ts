@@ -80,7 +80,8 @@ export const readTools: ToolDef[] = [
     title: "Get an email",
     description:
       "Get one email by id with everything: sender, recipients, subject, text and HTML bodies, strippedText (the " +
-      "new text of a reply, without quoted history or signature), attachment list, and SPF, DKIM and spam verdicts.",
+      "new text of a reply, without quoted history or signature), attachment list, SPF, DKIM and spam verdicts, and " +
+      "`received`: the SMTP client's IP address, HELO name and TLS session (null on outbound mail).",
     input: idInput("email", "em"),
     run: (ctx, accountId, { id }) => getEmail(ctx, accountId, id),
   }),

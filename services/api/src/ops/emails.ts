@@ -84,7 +84,10 @@ export function emailListSql(
 export async function getEmail(ctx: OpsContext, accountId: string, id: string) {
   const row = await ctx.prisma.email.findFirst({
     where: { id, accountId },
-    include: { attachments: { select: { index: true, filename: true, contentType: true, size: true, stored: true } } },
+    include: {
+      attachments: { select: { index: true, filename: true, contentType: true, size: true, stored: true } },
+      spool: { select: { remoteIp: true, helo: true, tlsProtocol: true, tlsCipher: true } },
+    },
   });
   if (!row) throw new AppError("not_found", "Email not found");
   return emailView(row, row.attachments, ctx.config.publicApiUrl);
