@@ -1,4 +1,8 @@
 import { authenticate } from "mailauth";
+import { cacheImportedDkimKeys } from "./dkim-keys.ts";
+
+// Every DKIM verification of this process reuses the import of a key record it has seen (dkim-keys.ts).
+cacheImportedDkimKeys();
 
 /** The SES verdict set (DESIGN.md §4). */
 export type Verdict = "PASS" | "FAIL" | "GRAY" | "PROCESSING_FAILED";

@@ -1,6 +1,8 @@
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
-import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack";
+// The ingest harness alone: the package root also exports jest fixtures, which bench:rule-engine
+// (run outside jest) cannot load.
+import { type Ingest, type IngestEnv, ingestEnv } from "@mailroom/stack/ingest";
 import { type SendOutcome, sendOnce, waitFor } from "@mailroom/testing";
 import { createParser, type Parser } from "../src/parse.ts";
 import type { ProcessDeps } from "../src/process.ts";
