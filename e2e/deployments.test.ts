@@ -1,9 +1,10 @@
 // Every deployment the repository ships runs every service under services/, and every Kubernetes
 // object in them — kustomize manifests and the rendered Helm chart — validates against the
 // Kubernetes schemas (kubernetes-models; KEDA's for ScaledObject). Offline: a real `helm template`.
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "@jest/globals";
+import { parse } from "yaml";
 import {
   composeServices,
   deployedServices,
@@ -206,6 +207,19 @@ describe("Helm chart infra/helm/mailroom", () => {
     expect(auth?.spec.secretTargetRef).toEqual([
       { parameter: "password", name: "mailroom-secrets", key: "REDIS_PASSWORD" },
     ]);
+  });
+
+  test("prometheusRule.enabled renders infra/prometheus/alerts.yml as a PrometheusRule, with the operator's labels", () => {
+    expect(byKind(objects, "PrometheusRule")).toEqual([]); // needs the operator's CRDs: off by default
+    const rendered = renderChart({
+      ...secret,
+      "prometheusRule.enabled": "true",
+      "prometheusRule.labels.release": "kps",
+    });
+    const [rule] = byKind(rendered, "PrometheusRule");
+    expect(rule?.metadata.labels).toMatchObject({ release: "kps", "app.kubernetes.io/instance": "mr" });
+    expect(rule?.spec).toEqual(parse(readFileSync(join(root, "infra/prometheus/alerts.yml"), "utf8")));
+    expect(rendered.flatMap(schemaProblems)).toEqual([]);
   });
 
   test("without a secret reference the chart refuses to render, saying what to set", () => {

@@ -136,6 +136,8 @@ describe("metrics and health of every service process", () => {
     await moved("rule-engine", "mailroom_messages_processed_total", { outcome: "stored" });
     const engine = await scrape("rule-engine");
     expect(metricValue(engine, "mailroom_parse_failures_total")).toBe(0);
+    expect(metricValue(engine, "mailroom_message_processing_seconds_count", { outcome: "stored" })).toBe(1);
+    expect(metricValue(smtp, "mailroom_smtp_accept_duration_seconds_count")).toBe(1);
     expect(engine).toMatch(/^mailroom_queue_jobs\{queue="inbound",state="waiting",service="rule-engine"\} \d+$/m);
     expect(engine).toMatch(/^mailroom_queue_oldest_waiting_seconds\{queue="inbound",service="rule-engine"\} [\d.]+$/m);
 
@@ -162,9 +164,11 @@ describe("metrics and health of every service process", () => {
     // Route templates only: no label carries an id.
     expect(apiMetrics).not.toContain(emailId);
 
-    // Every service: its own series, labelled with its name, and ready.
+    // Every service: its own series, labelled with its name, and ready (as a series too, for alerts).
     for (const p of procs.values()) {
-      expect(await p.metrics()).toMatch(new RegExp(`^process_cpu_user_seconds_total\\{service="${p.name}"\\} `, "m"));
+      const text = await p.metrics();
+      expect(text).toMatch(new RegExp(`^process_cpu_user_seconds_total\\{service="${p.name}"\\} `, "m"));
+      expect(text).toMatch(new RegExp(`^mailroom_ready\\{service="${p.name}"\\} 1$`, "m"));
       expect((await fetch(`${p.healthUrl}/readyz`)).status).toBe(200);
     }
   }, 240_000);
@@ -186,6 +190,50 @@ describe("metrics and health of every service process", () => {
       expect.objectContaining({ level: 30, code: 550, remoteIp: "127.0.0.1", reply: expect.stringContaining("5.1.1") }),
     ]);
   });
+
+  it("with the rule engine stopped, the ingest and the API still export the inbound queue growing old", async () => {
+    const engine = proc("rule-engine");
+    engine.child.kill("SIGTERM");
+    expect(await engine.exited()).toBe(0);
+    const domain = "metrics-e2e-example.com";
+    const transport = nodemailer.createTransport({ host: "127.0.0.1", port: smtpPort, secure: false, ignoreTLS: true });
+    const sentAt = Date.now();
+    await transport.sendMail({ from: "alice@sender.example", to: `ops@${domain}`, subject: "Waits", text: "Hi\n" });
+    transport.close();
+
+    for (const name of ["smtp-ingest", "api", "webhook-dispatcher", "outbound-sender"]) {
+      // The job is in Redis once the ingest has queued it (just after the 250); a reading is kept 5 s.
+      const text = await waitFor(
+        async () => {
+          const t = await proc(name).metrics();
+          return metricValue(t, "mailroom_queue_jobs", { queue: "inbound", state: "waiting" }) === 1 ? t : false;
+        },
+        { what: `${name} reports one inbound job waiting`, timeoutMs: 30_000, intervalMs: 200 },
+      );
+      expect(text).toMatch(
+        new RegExp(`^mailroom_queue_oldest_waiting_seconds\\{queue="inbound",service="${name}"\\} `, "m"),
+      );
+      // Every queue of the catalog, consumed by this process or not.
+      for (const queue of ["inbound", "delivery", "forward", "outbound"]) {
+        expect(text).toMatch(
+          new RegExp(`^mailroom_queue_scrape_errors\\{queue="${queue}",service="${name}"\\} 0$`, "m"),
+        );
+      }
+    }
+    // The age grows while nobody consumes the queue.
+    const age = await waitFor(
+      async () => {
+        const a = metricValue(await proc("smtp-ingest").metrics(), "mailroom_queue_oldest_waiting_seconds", {
+          queue: "inbound",
+        });
+        return a >= 1 ? a : false;
+      },
+      { what: "the inbound job at least 1 s old", timeoutMs: 30_000, intervalMs: 250 },
+    );
+    expect(age).toBeLessThanOrEqual((Date.now() - sentAt) / 1000 + 1);
+    // The two messages' accept latency, end of DATA → 250.
+    expect(metricValue(await proc("smtp-ingest").metrics(), "mailroom_smtp_accept_duration_seconds_count")).toBe(2);
+  }, 120_000);
 
   it("readiness is false while the SMTP ingest drains after SIGTERM; liveness stays true", async () => {
     const ingest = proc("smtp-ingest");

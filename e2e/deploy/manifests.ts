@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as keda from "@kubernetes-models/keda";
+import * as prometheusOperator from "@kubernetes-models/prometheus-operator";
 import * as k8s from "kubernetes-models";
 import { parse, parseAllDocuments } from "yaml";
 
@@ -85,7 +86,7 @@ export function lintChart(set: Record<string, string> = {}): string {
 
 type ModelClass = { apiVersion: string; kind: string; new (data: unknown): { validate(): void } };
 
-/** apiVersion/kind → the kubernetes-models class that validates it (core API and KEDA's CRDs). */
+/** apiVersion/kind → the kubernetes-models class that validates it (core API, KEDA's and the Prometheus Operator's CRDs). */
 const models: Map<string, ModelClass> = (() => {
   const found = new Map<string, ModelClass>();
   const walk = (ns: object, depth: number) => {
@@ -98,6 +99,7 @@ const models: Map<string, ModelClass> = (() => {
   };
   walk(k8s, 0);
   walk(keda, 0);
+  walk(prometheusOperator, 0);
   return found;
 })();
 

@@ -12,9 +12,14 @@ export type DeliveryMetrics = {
 /**
  * Delivery outcomes and attempt latency, the same series for webhook deliveries (dispatcher) and
  * mail sent or forwarded through the relay (outbound sender), so one alert on
- * `mailroom_delivery_attempts_total{outcome="dead"}` covers both.
+ * `mailroom_delivery_attempts_total{outcome="dead"}` covers both. The series of `kinds` start at 0,
+ * so the first dead delivery of a process is an increase that alert rules see (a series born at 1
+ * is not).
  */
-export function createDeliveryMetrics(registry: Registry): DeliveryMetrics {
+export function createDeliveryMetrics(
+  registry: Registry,
+  kinds: readonly ("webhook" | "email")[] = [],
+): DeliveryMetrics {
   const attempts = new Counter({
     name: "mailroom_delivery_attempts_total",
     help: "Delivery attempts by kind (webhook, email) and outcome (delivered, retrying, dead)",
@@ -28,6 +33,9 @@ export function createDeliveryMetrics(registry: Registry): DeliveryMetrics {
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
+  for (const kind of kinds) {
+    for (const outcome of ["delivered", "retrying", "dead"]) attempts.inc({ kind, outcome }, 0);
+  }
   return {
     attempt(kind, outcome, seconds) {
       attempts.inc({ kind, outcome });

@@ -4,6 +4,7 @@ import type { Logger } from "@mailroom/log";
 import { createRedis } from "@mailroom/queues";
 import { startThrowawayRedis, waitFor } from "@mailroom/testing";
 import pino from "pino";
+import { createDeliveryMetrics } from "./delivery-metrics.ts";
 import { createDependencyErrorLog } from "./dependency-errors.ts";
 import { createHealth, redisReadiness } from "./health.ts";
 import { startHealthServer } from "./health-server.ts";
@@ -53,16 +54,24 @@ describe("health and metrics server", () => {
     expect(ready.status).toBe(200);
     expect(JSON.parse(ready.text)).toEqual({ ok: true, started: true, draining: false, checks: {} });
 
+    createDeliveryMetrics(obs.registry, ["webhook"]);
     const metrics = await get(`${base}/metrics`);
     expect(metrics.status).toBe(200);
     expect(metrics.type).toContain("text/plain");
     expect(metrics.text).toMatch(/^process_cpu_user_seconds_total\{service="unit"\} /m);
     expect(metrics.text).toMatch(/^mailroom_dependency_errors_total\{dependency="redis",service="unit"\} 0$/m);
+    // Readiness as a series (what MailroomServiceNotReady reads), and the dead-delivery series at 0
+    // from the start, so the first dead delivery is an increase.
+    expect(metrics.text).toMatch(/^mailroom_ready\{service="unit"\} 1$/m);
+    expect(metrics.text).toMatch(
+      /^mailroom_delivery_attempts_total\{kind="webhook",outcome="dead",service="unit"\} 0$/m,
+    );
 
     obs.drain();
     const draining = await get(`${base}/readyz`);
     expect(draining.status).toBe(503);
     expect(JSON.parse(draining.text)).toMatchObject({ ok: false, draining: true });
+    expect((await get(`${base}/metrics`)).text).toMatch(/^mailroom_ready\{service="unit"\} 0$/m);
     // Liveness is unaffected: a draining process is alive and must not be restarted.
     expect((await get(`${base}/healthz`)).status).toBe(200);
     expect((await get(`${base}/nope`)).status).toBe(404);

@@ -1,5 +1,5 @@
 import type { Logger } from "@mailroom/log";
-import type { Registry } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import { createDependencyErrorLog, type DependencyErrorLog } from "./dependency-errors.ts";
 import { createHealth, type Health, type ReadinessCheck } from "./health.ts";
 import { type HealthServer, startHealthServer } from "./health-server.ts";
@@ -46,6 +46,7 @@ export async function startObservability(
     ...(opts.errorWindowMs ? { windowMs: opts.errorWindowMs } : {}),
   });
   installed.set(logger, errors);
+  readinessGauge(registry, health);
   const server = await startHealthServer({ registry, health, port, host });
   // debug: a service that cannot start says so in one line (item 5); the port is in its settings.
   logger.debug(
@@ -63,6 +64,21 @@ export async function startObservability(
       await server.close();
     },
   };
+}
+
+/**
+ * /readyz as a series, so "a service is not ready" can be alerted on from Prometheus (kube-state-metrics
+ * is not everywhere): the same checks, run at scrape time.
+ */
+function readinessGauge(registry: Registry, health: Health): void {
+  new Gauge({
+    name: "mailroom_ready",
+    help: "1 when the service is ready (what /readyz answers 200 for): started, not draining, every check passing",
+    registers: [registry],
+    async collect() {
+      this.set((await health.ready().catch(() => ({ ok: false }))).ok ? 1 : 0);
+    },
+  });
 }
 
 /**

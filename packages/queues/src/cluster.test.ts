@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startRedisCluster, type TestRedisCluster, waitFor } from "@mailroom/testing";
 import { Cluster } from "ioredis";
+import { readQueueDepths } from "./depth.ts";
 import { createQueue, createWorker, enqueue } from "./queues.ts";
 import { createRedis, duplicateRedis, isClusterUrl, queuePrefix, type RedisClient } from "./redis.ts";
 
@@ -83,5 +84,24 @@ describe("Redis Cluster", () => {
     await sub.subscribe("mailroom-test-events");
     await producer.publish("mailroom-test-events", "hello");
     expect(await got).toBe("hello");
+  });
+
+  it("reads the depth of every catalog queue, each in its own slot, with one call per queue", async () => {
+    const producer = connect("producer");
+    const prefix = `mailroom-depth-${process.pid}`;
+    const inbound = createQueue("inbound", { connection: producer, prefix });
+    const forward = createQueue("forward", { connection: producer, prefix });
+    try {
+      const job = await enqueue(inbound, "inbound", { spoolRecipientId: "rcp_c1" }, { jobId: "rcp_c1" });
+      await enqueue(forward, "forward", { deliveryId: "dlv_c1" }, { jobId: "dlv_c1.1", delay: 3_600_000 });
+      const depths = await readQueueDepths(producer, prefix, job.timestamp + 5_000);
+      expect([...depths.keys()]).toEqual(["inbound", "delivery", "forward", "outbound"]);
+      expect(depths.get("inbound")).toMatchObject({ counts: { waiting: 1, delayed: 0 }, oldestSeconds: 5 });
+      expect(depths.get("forward")).toMatchObject({ counts: { waiting: 0, delayed: 1 }, oldestSeconds: 0 });
+      expect(depths.get("outbound")?.counts.waiting).toBe(0);
+    } finally {
+      await Promise.all([inbound.obliterate({ force: true }), forward.obliterate({ force: true })]);
+      await Promise.all([inbound.close(), forward.close()]);
+    }
   });
 });

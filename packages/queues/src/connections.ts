@@ -18,6 +18,8 @@ export type RedisConnectionsOptions = {
 };
 
 export type RedisConnections = {
+  /** REDIS_PREFIX: what every queue's keys start with (a cluster adds each queue's hash tag). */
+  readonly prefix: string;
   /** A connection with the role's options (see createRedis) and an error listener from the start. */
   connect(role: RedisRole, extra?: RedisOptions): RedisClient;
   /** A catalog queue on `connection`, whose own errors are reported like the connections'. */
@@ -35,6 +37,7 @@ export function createRedisConnections(opts: RedisConnectionsOptions): RedisConn
   const reported = new WeakSet<Error>();
   let evictionChecked = false;
   return {
+    prefix: opts.prefix,
     connect(role, extra = {}) {
       const redis = createRedis(opts.url, role, extra);
       // ioredis connects on a later tick, so nothing can be emitted before this listener exists.

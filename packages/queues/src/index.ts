@@ -2,6 +2,7 @@ export type { Job, Queue, Worker } from "bullmq";
 export { DelayedError, UnrecoverableError } from "bullmq";
 export * from "./catalog.ts";
 export * from "./connections.ts";
+export * from "./depth.ts";
 export * from "./events.ts";
 export * from "./fairness.ts";
 export * from "./queues.ts";

@@ -4,7 +4,6 @@ import {
   bootWorker,
   createDeliveryMetrics,
   type RunningService,
-  registerQueueMetrics,
   serviceStarted,
   type WorkerBoot,
 } from "@mailroom/observability";
@@ -28,14 +27,12 @@ export async function startSenderService(env: SenderEnv, deps: SenderServiceDeps
   const queue = redisConnections.queue("outbound", producerRedis);
   // Deliveries to email destinations: forwarded from their own queue (and retried onto it).
   const forwardQueue = redisConnections.queue("forward", producerRedis);
-  // Depth and oldest-job age of the queues this service consumes (what its autoscaler watches).
-  registerQueueMetrics(obs.registry, [queue, forwardQueue]);
   const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });
   const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
   const sender = startOutboundSender({
     prisma,
     bytes,
-    metrics: createDeliveryMetrics(obs.registry),
+    metrics: createDeliveryMetrics(obs.registry, ["email"]),
     queue,
     logger,
     relay,

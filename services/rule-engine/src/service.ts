@@ -3,7 +3,6 @@ import {
   type BootDeps,
   bootWorker,
   type RunningService,
-  registerQueueMetrics,
   serviceStarted,
   type WorkerBoot,
 } from "@mailroom/observability";
@@ -38,8 +37,6 @@ export async function startRuleEngineService(
   const deliveryQueue = redisConnections.queue("delivery", producerRedis);
   // Deliveries to email destinations go to their own queue (the outbound-sender forwards them).
   const forwardQueue = redisConnections.queue("forward", producerRedis);
-  // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
-  registerQueueMetrics(obs.registry, [inboundQueue]);
   // The parser (a pool of worker threads) is made here, once, and closed after the worker.
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });
   const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));

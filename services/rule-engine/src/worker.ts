@@ -7,7 +7,7 @@ import { processWithBudget } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";
 import { isDependencyOutage } from "./outage.ts";
-import type { ProcessDeps } from "./process.ts";
+import type { ProcessDeps, ProcessResult } from "./process.ts";
 import { createShield } from "./shield.ts";
 import { purgeUnusedSpools, sweepPendingRecipients } from "./sweeper.ts";
 
@@ -44,9 +44,7 @@ export function startRuleEngine(
     "inbound",
     async ({ spoolRecipientId }, job) => {
       try {
-        // Not inside `deps.metrics?.processed(…)`: without metrics the optional call skips its arguments.
-        const result = await processWithBudget(processDeps, spoolRecipientId, deps.maxTries);
-        deps.metrics?.processed(result);
+        await measured(deps.metrics, () => processWithBudget(processDeps, spoolRecipientId, deps.maxTries));
       } catch (err) {
         // The retry lane: a try that counted comes back after every first try (BullMQ keeps the
         // priority through the backoff), so poison using up its tries never delays new mail. A try
@@ -73,6 +71,20 @@ export function startRuleEngine(
       await sweepStopped;
     },
   };
+}
+
+/** Runs one job's processing and records its outcome and duration (metrics.ts); a throw is `failed` and rethrown. */
+async function measured(metrics: RuleEngineMetrics | undefined, run: () => Promise<ProcessResult>): Promise<void> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  let result: ProcessResult;
+  try {
+    result = await run();
+  } catch (err) {
+    metrics?.failed(seconds());
+    throw err;
+  }
+  metrics?.processed(result, seconds());
 }
 
 function logFailures(worker: Worker, logger: Logger): void {

@@ -9,6 +9,8 @@ export type IngestMetrics = {
   accepted(bytes: number): void;
   /** One accepting statement wrote `messages` messages (group commit, accept-batch.ts). */
   batch(messages: number): void;
+  /** Seconds from the end of a message's DATA (the final dot) to its 250. */
+  acceptLatency(seconds: number): void;
 };
 
 type Observer = { reply(conn: Conn, code: number, text: unknown): void };
@@ -46,6 +48,9 @@ export function observeIngest(
     batch(messages) {
       c.batches.observe(messages);
     },
+    acceptLatency(seconds) {
+      c.acceptDuration.observe(seconds);
+    },
   };
 }
 
@@ -72,7 +77,13 @@ function collectors(server: SMTPServer, registry: Registry, acceptWaiting: () =>
     buckets: [1, 2, 4, 8, 16, 32, 64],
     registers: [registry],
   });
-  return { sessions, replied, accepted, acceptedBytes, batches };
+  const acceptDuration = new Histogram({
+    name: "mailroom_smtp_accept_duration_seconds",
+    help: "Time from the end of a message's DATA (the final dot) to its 250: the last slice written, the accepting commit",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  return { sessions, replied, accepted, acceptedBytes, batches, acceptDuration };
 }
 
 /** A gauge read at each scrape. */

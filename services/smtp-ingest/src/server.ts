@@ -213,6 +213,11 @@ function receiveMessage(
   cb: (err?: Error | null, message?: string) => void,
 ): void {
   const { maxMessageBytes, prisma } = ingest.opts;
+  // The accept latency runs from the final dot (the sender waits from then on) to the reply.
+  let endOfData = 0;
+  stream.once("end", () => {
+    endOfData = performance.now();
+  });
   receiveData(stream, { db: poolOf(prisma), maxBytes: maxMessageBytes, ...ingest.data }).then(
     (got) => {
       if (got.kind === "too-big") {
@@ -220,7 +225,10 @@ function receiveMessage(
       }
       const accepted = got.kind === "ok" ? accept(ingest, session, got.body) : Promise.reject(got.error);
       accepted.then(
-        (spoolId) => cb(null, `2.0.0 Ok: queued as ${spoolId}`),
+        (spoolId) => {
+          ingest.metrics?.acceptLatency((performance.now() - endOfData) / 1000);
+          cb(null, `2.0.0 Ok: queued as ${spoolId}`);
+        },
         (err) => cb(refusal(ingest.opts.logger, err)),
       );
     },

@@ -5,7 +5,6 @@ import {
   bootWorker,
   createDeliveryMetrics,
   type RunningService,
-  registerQueueMetrics,
   serviceStarted,
   type WorkerBoot,
 } from "@mailroom/observability";
@@ -30,8 +29,6 @@ export async function startDispatcherService(
   const boot = deps.boot ?? (await bootWorker("webhook-dispatcher", env));
   const { logger, prisma, obs, redisConnections, workerRedis, producerRedis } = boot;
   const queue = redisConnections.queue("delivery", producerRedis);
-  // Depth and oldest-job age of the queue this service consumes (what its autoscaler watches).
-  registerQueueMetrics(obs.registry, [queue]);
   // The same DNS_SERVERS setup as the API's SSRF check at endpoint creation (createEgressResolver).
   const resolver = createEgressResolver(env.DNS_SERVERS);
   // Keep-alive connections per endpoint, keyed by the addresses checked at each delivery.
@@ -43,7 +40,7 @@ export async function startDispatcherService(
     : undefined;
   const dispatcher = startDispatcher({
     prisma,
-    metrics: createDeliveryMetrics(obs.registry),
+    metrics: createDeliveryMetrics(obs.registry, ["webhook"]),
     queue,
     logger,
     send: createSender({ allowPrivate: env.ALLOW_PRIVATE_DESTINATIONS, resolver, pool }),
