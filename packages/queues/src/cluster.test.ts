@@ -87,7 +87,7 @@ describe("Redis Cluster", () => {
   });
 
   it("reads the depth of every catalog queue, each in its own slot, with one call per queue", async () => {
-    const producer = connect("producer");
+    const producer = await connect("producer");
     const prefix = `mailroom-depth-${process.pid}`;
     const inbound = createQueue("inbound", { connection: producer, prefix });
     const forward = createQueue("forward", { connection: producer, prefix });
