@@ -206,7 +206,11 @@ describe("metrics and health of every service process", () => {
       const text = await waitFor(
         async () => {
           const t = await proc(name).metrics();
-          return metricValue(t, "mailroom_queue_jobs", { queue: "inbound", state: "waiting" }) === 1 ? t : false;
+          // Inbound jobs wait with a priority (account fairness): in BullMQ's "prioritized" state.
+          const waiting =
+            metricValue(t, "mailroom_queue_jobs", { queue: "inbound", state: "waiting" }) +
+            metricValue(t, "mailroom_queue_jobs", { queue: "inbound", state: "prioritized" });
+          return waiting === 1 ? t : false;
         },
         { what: `${name} reports one inbound job waiting`, timeoutMs: 30_000, intervalMs: 200 },
       );
