@@ -10,6 +10,7 @@ import { consoleStatic, defaultConsoleDir } from "./console/static.ts";
 import { accessLog, routeTemplates } from "./lib/access-log.ts";
 import { authMiddleware } from "./lib/auth.ts";
 import { errorHandler } from "./lib/http.ts";
+import { jsonBody } from "./lib/json-body.ts";
 import { buildOpenApi } from "./lib/openapi.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "./lib/rate-limit.ts";
 import {
@@ -161,7 +162,7 @@ function mountInterfaces(app: Express, deps: AppDeps, apiRoutes: RegisteredRoute
     rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
     answerOptions(apiRoutes),
     outboundBodyParser(),
-    express.json({ limit: deps.bodyLimit, type: () => true }),
+    jsonBody({ limit: deps.bodyLimit, anyType: true }),
     refuseUnstorableText,
     v1Router(deps),
   );

@@ -139,6 +139,23 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     expect(byName.get("create_shield_rule")?.inputSchema.required).toEqual(["name", "action", "conditions"]);
   });
 
+  it("describes every argument of every tool, nested ones (attachments, conditions) too", async () => {
+    const { tools } = await mcpRead.listTools();
+    const undescribed: string[] = [];
+    type Schema = { description?: string; properties?: Record<string, Schema>; items?: Schema; anyOf?: Schema[] };
+    const walk = (where: string, schema: Schema | undefined): void => {
+      if (!schema) return;
+      for (const [name, prop] of Object.entries(schema.properties ?? {})) {
+        if (!prop.description?.trim()) undescribed.push(`${where}.${name}`);
+        walk(`${where}.${name}`, prop);
+      }
+      walk(`${where}[]`, schema.items);
+      for (const alt of schema.anyOf ?? []) walk(where, alt);
+    };
+    for (const t of tools) walk(t.name, t.inputSchema as Schema);
+    expect(undescribed).toEqual([]);
+  });
+
   it("authenticates like REST: no key or an unknown key is a 401 and no tool runs", async () => {
     const anon = await fetch(`${stack.apiUrl}/mcp`, {
       method: "POST",

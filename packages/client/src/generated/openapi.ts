@@ -1172,7 +1172,9 @@ export interface operations {
             query?: {
                 /** @description opaque; the `nextCursor` of the previous page */
                 cursor?: string;
+                /** @description only inboxes on this domain (dom_…) */
                 domainId?: string;
+                /** @description items per page, 1 to 100 (default 50) */
                 limit?: number;
             };
             header?: never;
@@ -1255,6 +1257,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description the domain (dom_…) the address is on; it must be the account's */
                     domainId: string;
                     /** @description omit or null for a store-only address */
                     endpointId?: string | null;
@@ -1629,6 +1632,7 @@ export interface operations {
             query?: {
                 /** @description opaque; the `nextCursor` of the previous page */
                 cursor?: string;
+                /** @description items per page, 1 to 100 (default 50) */
                 limit?: number;
                 /** @description only records of this rule (also after it was deleted) */
                 ruleId?: string;
@@ -1783,9 +1787,13 @@ export interface operations {
             query?: {
                 /** @description opaque; the `nextCursor` of the previous page */
                 cursor?: string;
+                /** @description only deliveries of this email (em_…) */
                 emailId?: string;
+                /** @description only deliveries to this endpoint (ep_…) */
                 endpointId?: string;
+                /** @description items per page, 1 to 100 (default 50) */
                 limit?: number;
+                /** @description only deliveries in this state */
                 status?: "pending" | "retrying" | "delivered" | "dead";
             };
             header?: never;
@@ -2151,7 +2159,9 @@ export interface operations {
             query?: {
                 /** @description opaque; the `nextCursor` of the previous page */
                 cursor?: string;
+                /** @description items per page, 1 to 100 (default 50) */
                 limit?: number;
+                /** @description only domains in this verification status */
                 status?: "pending" | "verified" | "failed";
             };
             header?: never;
@@ -2694,13 +2704,17 @@ export interface operations {
     getEmails: {
         parameters: {
             query?: {
+                /** @description only emails received at this inbox (addr_…) */
                 addressId?: string;
                 /** @description opaque; the `nextCursor` of the previous page */
                 cursor?: string;
+                /** @description inbound: received mail; outbound: mail sent from the account */
                 direction?: "inbound" | "outbound";
+                /** @description only emails received on this domain (dom_…) */
                 domainId?: string;
                 /** @description case-insensitive substring of the sender address */
                 from?: string;
+                /** @description items per page, 1 to 100 (default 50) */
                 limit?: number;
                 /** @description full-text search over subject, sender and text body (web-search syntax: words, "phrases", -not, or) */
                 q?: string;
@@ -2708,6 +2722,7 @@ export interface operations {
                 receivedAfter?: string;
                 /** @description only emails received strictly before this instant */
                 receivedBefore?: string;
+                /** @description only emails of this thread (thr_…) */
                 threadId?: string;
             };
             header?: never;
@@ -2790,19 +2805,32 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description files to attach, at most 20, 10 MB in total */
                     attachments?: {
+                        /** @description the file's bytes, base64; or give emailId and index instead */
                         content?: string;
+                        /** @description MIME type such as application/pdf; default: application/octet-stream, or the stored file's type */
                         contentType?: string;
+                        /** @description attach a stored file: the email (em_…) that has it, with index */
                         emailId?: string;
+                        /** @description the file's name as the recipient sees it; required with content, else the stored one's */
                         filename?: string;
+                        /** @description attach a stored file: its 0-based position in that email's attachments */
                         index?: number;
                     }[];
+                    /** @description more recipients in Cc (email addresses, at most 50) */
                     cc?: string[];
+                    /** @description the sending address: an active inbox of the account, or any address of a catch-all domain, on a verified domain */
                     from: string;
+                    /** @description the sender's display name, as in "Support Team <support@…>" */
                     fromName?: string;
+                    /** @description the HTML body; text or html (or both) is required */
                     html?: string;
+                    /** @description one line, up to 998 characters */
                     subject: string;
+                    /** @description the plain-text body; text or html (or both) is required */
                     text?: string;
+                    /** @description the recipient, or an array of up to 50 recipients */
                     to: string | string[];
                 };
             };
@@ -3148,17 +3176,28 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description files to attach, at most 20, 10 MB in total */
                     attachments?: {
+                        /** @description the file's bytes, base64; or give emailId and index instead */
                         content?: string;
+                        /** @description MIME type such as application/pdf; default: application/octet-stream, or the stored file's type */
                         contentType?: string;
+                        /** @description attach a stored file: the email (em_…) that has it, with index */
                         emailId?: string;
+                        /** @description the file's name as the recipient sees it; required with content, else the stored one's */
                         filename?: string;
+                        /** @description attach a stored file: its 0-based position in that email's attachments */
                         index?: number;
                     }[];
+                    /** @description more recipients in Cc (email addresses, at most 50) */
                     cc?: string[];
+                    /** @description the sender's display name, as in "Support Team <support@…>" */
                     fromName?: string;
+                    /** @description the HTML body; text or html (or both) is required */
                     html?: string;
+                    /** @description also answer the other To and Cc recipients of the email (default: only its sender) */
                     replyAll?: boolean;
+                    /** @description the plain-text body; text or html (or both) is required */
                     text?: string;
                 };
             };
@@ -3265,6 +3304,7 @@ export interface operations {
             query?: {
                 /** @description opaque; the `nextCursor` of the previous page */
                 cursor?: string;
+                /** @description items per page, 1 to 100 (default 50) */
                 limit?: number;
             };
             header?: never;
@@ -3347,6 +3387,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description custom headers sent with every delivery, as { name: value } */
                     headers?: {
                         [key: string]: string;
                     };
@@ -3361,6 +3402,7 @@ export interface operations {
                      * @enum {string}
                      */
                     type?: "webhook" | "slack" | "discord" | "email";
+                    /** @description where deliveries go: a public http(s) URL (type email: mailto:<address>) */
                     url: string;
                 };
             };
@@ -4699,6 +4741,7 @@ export interface operations {
             query?: {
                 /** @description opaque; the `nextCursor` of the previous page */
                 cursor?: string;
+                /** @description items per page, 1 to 100 (default 50) */
                 limit?: number;
             };
             header?: never;

@@ -5,13 +5,22 @@ export const SESSION_COOKIE = "mailroom_console";
 /** The cookie is only sent to the console's own paths; /api/v1 and /mcp never receive it. */
 const COOKIE_PATH = "/console";
 
+/** A value that is not valid percent-encoding is no cookie of ours (the session check then says 401). */
+function decoded(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The value of one cookie from the Cookie header (no cookie-parser dependency for one cookie). */
 export function readCookie(req: Request, name: string): string | undefined {
   const header = req.header("cookie");
   if (!header) return undefined;
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decoded(part.slice(eq + 1).trim());
   }
   return undefined;
 }

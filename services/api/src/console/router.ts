@@ -1,7 +1,8 @@
 import { AppError } from "@mailroom/core";
 import type { Redis } from "@mailroom/queues";
-import express, { type Request, type Response, Router } from "express";
+import { type Request, type RequestHandler, type Response, Router } from "express";
 import { accountOf } from "../lib/http.ts";
+import { jsonBody } from "../lib/json-body.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "../lib/rate-limit.ts";
 import type { Method } from "../lib/route.ts";
 import { refuseUnstorableText } from "../lib/storable-text.ts";
@@ -117,33 +118,44 @@ const memberRoutes: ConsoleRoute[] = [
 /** The console's own routes, in the order they are registered (the /api/v1 table follows them). */
 export const consoleOwnRoutes: readonly Pick<ConsoleRoute, "method" | "path">[] = [...anonymousRoutes, ...memberRoutes];
 
-function mount(router: Router, env: Env, routes: readonly ConsoleRoute[]): Router {
+/** Sign-in and set-password bodies are a few hundred bytes; nothing bigger is read without a session. */
+const ANONYMOUS_BODY_LIMIT = "16kb";
+
+function mount(router: Router, env: Env, routes: readonly ConsoleRoute[], before: RequestHandler[] = []): Router {
   for (const r of routes) {
-    router[r.method.toLowerCase() as Lowercase<Method>](r.path, (req, res) => r.handle(env, req, res));
+    router[r.method.toLowerCase() as Lowercase<Method>](r.path, ...before, (req, res) => r.handle(env, req, res));
   }
   return router;
 }
 
 /**
- * /console/api: the console's JSON API. Sign-in and set-password are the only anonymous routes;
- * everything else needs the session cookie, and every write the CSRF token. Below the console's own
- * routes (session, overview, API keys) the very REST routes of /api/v1 are mounted, so the console
- * runs the same service layer with the member's account and no business rule exists twice.
+ * /console/api: the console's JSON API. Sign-in and set-password are the only anonymous routes
+ * (and the only bodies read before a session is checked: small, JSON, same origin); everything else
+ * needs the session cookie, and every write the CSRF token, before its body is parsed. Below the
+ * console's own routes (session, overview, API keys) the very REST routes of /api/v1 are mounted,
+ * so the console runs the same service layer with the member's account and no business rule
+ * exists twice. Any other path is a JSON 404, never the web app's HTML.
  */
 export function consoleApiRouter(deps: ConsoleDeps): Router {
   const env: Env = { ...deps, throttle: signInThrottle(deps.redis, deps.rateLimit.prefix, deps.ctx.logger) };
   const r = Router();
-  r.use(express.json({ limit: deps.bodyLimit }), refuseUnstorableText);
-  const anonymous = Router();
-  anonymous.use(requireJsonSameOrigin);
-  r.use(mount(anonymous, env, anonymousRoutes));
+  mount(r, env, anonymousRoutes, [
+    requireJsonSameOrigin,
+    jsonBody({ limit: ANONYMOUS_BODY_LIMIT }),
+    refuseUnstorableText,
+  ]);
   r.use(
     consoleSession(deps.ctx.prisma),
     rateLimitMiddleware(deps.redis, deps.rateLimit, deps.ctx.logger),
     requireJsonSameOrigin,
     requireCsrf,
+    jsonBody({ limit: deps.bodyLimit }),
+    refuseUnstorableText,
   );
   mount(r, env, memberRoutes);
   r.use(v1Router(deps.ctx));
+  r.use((req, _res, next) => {
+    next(new AppError("not_found", `No route for ${req.method} ${req.originalUrl.split("?", 1)[0]}`));
+  });
   return r;
 }

@@ -31,7 +31,11 @@ export function consoleStatic(dir: string): Router {
   r.use(securityHeaders);
   const index = join(dir, "index.html");
   // Hashed asset names never change content: cache them for a year; index.html is always revalidated.
-  r.use("/assets", express.static(join(dir, "assets"), { immutable: true, maxAge: "365d", fallthrough: false }));
+  r.use("/assets", express.static(join(dir, "assets"), { immutable: true, maxAge: "365d" }));
+  // An asset that is not in this build (an old tab after a deploy, a probe): 404, never the app.
+  r.use("/assets", (req, res) => {
+    res.status(404).type("text/plain").send(`No console asset ${req.path}\n`);
+  });
   r.use(express.static(dir, { index: false }));
   r.get(/.*/, (_req, res) => {
     if (!existsSync(index)) {

@@ -2,6 +2,7 @@ import { AppError, ERROR_STATUS, formatZodError, invalid } from "@mailroom/core"
 import type { Logger } from "@mailroom/log";
 import type { ErrorRequestHandler, Request } from "express";
 import type { z } from "zod";
+import { JSON_TOO_DEEP } from "./json-body.ts";
 
 /** Parses with zod; any problem becomes a 400 naming the field and the rule. */
 export function parse<S extends z.ZodType>(schema: S, value: unknown, where = "body"): z.infer<S> {
@@ -43,6 +44,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const e = err as { type?: string; status?: number; message?: string };
     if (e.type === "entity.parse.failed") {
       res.status(400).json({ error: "body: malformed JSON" });
+      return;
+    }
+    if (e.type === JSON_TOO_DEEP) {
+      res.status(400).json({ error: e.message });
       return;
     }
     if (e.type === "entity.too.large") {

@@ -163,7 +163,8 @@ export const pageQueryShape = {
     .int("must be a whole number from 1 to 100")
     .min(1, "must be a whole number from 1 to 100")
     .max(100, "must be a whole number from 1 to 100")
-    .default(50),
+    .default(50)
+    .describe("items per page, 1 to 100 (default 50)"),
   // No length rule: an empty or malformed cursor is answered by the codec with spec §7's "Invalid cursor".
   cursor: z
     .string({ error: "must be a single string" })

@@ -15,19 +15,37 @@ export function unstorableReason(s: string): string | null {
   return null;
 }
 
-/** The first key or string value under `value` that cannot be stored, as `[path, reason]`. */
-export function findUnstorable(value: unknown, path: readonly string[] = []): [string[], string] | null {
-  if (typeof value === "string") {
-    const reason = unstorableReason(value);
-    return reason ? [[...path], reason] : null;
-  }
-  if (value === null || typeof value !== "object") return null;
-  for (const [key, child] of Object.entries(value)) {
-    const keyReason = unstorableReason(key);
+/** A value still to look at, and how it was reached: a chain to its parent, so no path is copied per level. */
+type Pending = { value: unknown; key: string | undefined; parent: Pending | undefined };
+
+const pathOf = (p: Pending | undefined): string[] => {
+  const keys: string[] = [];
+  for (let at = p; at; at = at.parent) if (at.key !== undefined) keys.push(at.key);
+  return keys.reverse();
+};
+
+/**
+ * The first key or string value under `value` that cannot be stored, as `[path, reason]`. Walks
+ * with an explicit stack (no recursion, so no depth can overflow the call stack) and touches each
+ * value once; the path is built only for the one it reports.
+ */
+export function findUnstorable(value: unknown): [string[], string] | null {
+  const stack: Pending[] = [{ value, key: undefined, parent: undefined }];
+  for (let p = stack.pop(); p; p = stack.pop()) {
     // A bad key is reported against its parent: the key itself cannot be printed usefully.
-    if (keyReason) return [[...path], `has a key that ${keyReason}`];
-    const found = findUnstorable(child, [...path, key]);
-    if (found) return found;
+    const keyReason = p.key === undefined ? null : unstorableReason(p.key);
+    if (keyReason) return [pathOf(p.parent), `has a key that ${keyReason}`];
+    if (typeof p.value === "string") {
+      const reason = unstorableReason(p.value);
+      if (reason) return [pathOf(p), reason];
+    } else if (p.value !== null && typeof p.value === "object") {
+      // Pushed in reverse, so fields are looked at in order (the error names the first bad one).
+      const entries = Object.entries(p.value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i] as [string, unknown];
+        stack.push({ value: child, key, parent: p });
+      }
+    }
   }
   return null;
 }

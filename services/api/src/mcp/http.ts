@@ -3,6 +3,7 @@ import { AppError } from "@mailroom/core";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import express, { type RequestHandler, type Router } from "express";
 import { authenticate, isReadMethod, requireWrite } from "../lib/auth.ts";
+import { jsonBody } from "../lib/json-body.ts";
 import { refuseUnstorableText } from "../lib/storable-text.ts";
 import type { OpsContext } from "../ops/context.ts";
 import { createMcpServer } from "./server.ts";
@@ -27,7 +28,7 @@ export function mcpRouter(ctx: OpsContext, opts: { bodyLimit: string; rateLimit?
   // The same per-key budget as REST, when the app has one.
   if (opts.rateLimit) r.use(opts.rateLimit);
   // Text Postgres cannot store is refused as on /api/v1: 400 {error}, before any tool runs.
-  r.post("/", requireJsonExchange, express.json({ limit: opts.bodyLimit }), refuseUnstorableText, async (req, res) => {
+  r.post("/", requireJsonExchange, jsonBody({ limit: opts.bodyLimit }), refuseUnstorableText, async (req, res) => {
     const requestId = String(res.getHeader("X-Request-Id") ?? "");
     const auth = req.auth;
     if (!auth) throw new Error("mcp: request reached the handler unauthenticated");

@@ -21,7 +21,9 @@ const createInboxInput = createAddressSchema.extend({
 const conditionInput = z
   .object({
     field: z.enum(CONDITION_FIELDS).describe("what to test; has_attachment takes is_true / is_false"),
-    operator: z.enum(CONDITION_OPERATORS),
+    operator: z
+      .enum(CONDITION_OPERATORS)
+      .describe("contains, not_contains, equals, starts_with, ends_with for text fields; is_true / is_false"),
     value: z
       .string()
       .optional()

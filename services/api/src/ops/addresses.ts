@@ -10,7 +10,10 @@ import { compactShieldRulePriorities } from "./shield-rules.ts";
 
 export const createAddressSchema = z
   .object({
-    domainId: z.string({ error: "is required and must be a domain id" }).min(1, "is required"),
+    domainId: z
+      .string({ error: "is required and must be a domain id" })
+      .min(1, "is required")
+      .describe("the domain (dom_…) the address is on; it must be the account's"),
     localPart: z.string({ error: "is required and must be a string" }).describe("1 to 64 of a-z 0-9 . _ + -"),
     endpointId: z
       .string({ error: "must be an endpoint id or null" })
@@ -80,7 +83,11 @@ export async function updateAddress(ctx: OpsContext, accountId: string, id: stri
 export const listAddressesQuery = z
   .object({
     ...pageQueryShape,
-    domainId: z.string({ error: "must be a single domain id" }).min(1, "must not be empty").optional(),
+    domainId: z
+      .string({ error: "must be a single domain id" })
+      .min(1, "must not be empty")
+      .optional()
+      .describe("only inboxes on this domain (dom_…)"),
   })
   .strict();
 

@@ -60,9 +60,12 @@ const idFilter = (prefix: string) =>
 export const listDeliveriesQuery = z
   .object({
     ...pageQueryShape,
-    emailId: idFilter("em"),
-    endpointId: idFilter("ep"),
-    status: z.enum(deliveryStatus.options, "must be pending, retrying, delivered or dead").optional(),
+    emailId: idFilter("em").describe("only deliveries of this email (em_…)"),
+    endpointId: idFilter("ep").describe("only deliveries to this endpoint (ep_…)"),
+    status: z
+      .enum(deliveryStatus.options, "must be pending, retrying, delivered or dead")
+      .optional()
+      .describe("only deliveries in this state"),
   })
   .strict();
 

@@ -44,7 +44,10 @@ export const updateDomainSchema = z
 export const listDomainsQuery = z
   .object({
     ...pageQueryShape,
-    status: z.enum(["pending", "verified", "failed"], "must be pending, verified or failed").optional(),
+    status: z
+      .enum(["pending", "verified", "failed"], "must be pending, verified or failed")
+      .optional()
+      .describe("only domains in this verification status"),
   })
   .strict();
 

@@ -14,10 +14,13 @@ const instant = z.iso.datetime({ offset: true, error: "must be an ISO 8601 times
 export const listEmailsQuery = z
   .object({
     ...pageQueryShape,
-    threadId: single("thread id").optional(),
-    domainId: single("domain id").optional(),
-    addressId: single("address id").optional(),
-    direction: z.enum(["inbound", "outbound"], "must be inbound or outbound").optional(),
+    threadId: single("thread id").optional().describe("only emails of this thread (thr_…)"),
+    domainId: single("domain id").optional().describe("only emails received on this domain (dom_…)"),
+    addressId: single("address id").optional().describe("only emails received at this inbox (addr_…)"),
+    direction: z
+      .enum(["inbound", "outbound"], "must be inbound or outbound")
+      .optional()
+      .describe("inbound: received mail; outbound: mail sent from the account"),
     from: single("string")
       .max(320, "must be at most 320 characters")
       .optional()

@@ -88,8 +88,8 @@ const maxAttemptsSchema = z
 export const createEndpointSchema = z
   .object({
     name: nameSchema.optional().describe("label; defaults to the URL's host name"),
-    url: urlSchema,
-    headers: headersSchema.optional(),
+    url: urlSchema.describe("where deliveries go: a public http(s) URL (type email: mailto:<address>)"),
+    headers: headersSchema.optional().describe("custom headers sent with every delivery, as { name: value }"),
     timeoutSeconds: timeoutSchema.optional().describe("default 10"),
     maxAttempts: maxAttemptsSchema.optional().describe("default 5; first attempt plus retries"),
     // "email" bodies are diverted to ops/email-endpoints.ts (url: mailto:…) before this schema runs;

@@ -52,18 +52,29 @@ const attachment = z
       .min(1, "must not be empty")
       .max(255, "must be at most 255 characters")
       .regex(ONE_LINE, "must be one line")
-      .optional(),
+      .optional()
+      .describe("the file's name as the recipient sees it; required with content, else the stored one's"),
     contentType: z
       .string({ error: "must be a MIME type" })
       .regex(/^[\w.+-]+\/[\w.+-]+$/, "must be a MIME type such as text/csv")
-      .optional(),
-    content: z.string({ error: "must be a base64 string" }).refine(isBase64, "must be base64").optional(),
-    emailId: z.string({ error: "must be an email id (em_…)" }).min(1, "must not be empty").optional(),
+      .optional()
+      .describe("MIME type such as application/pdf; default: application/octet-stream, or the stored file's type"),
+    content: z
+      .string({ error: "must be a base64 string" })
+      .refine(isBase64, "must be base64")
+      .optional()
+      .describe("the file's bytes, base64; or give emailId and index instead"),
+    emailId: z
+      .string({ error: "must be an email id (em_…)" })
+      .min(1, "must not be empty")
+      .optional()
+      .describe("attach a stored file: the email (em_…) that has it, with index"),
     index: z
       .number({ error: "must be the attachment's position (0, 1, …)" })
       .int("must be a whole number")
       .min(0, "must be 0 or more")
-      .optional(),
+      .optional()
+      .describe("attach a stored file: its 0-based position in that email's attachments"),
   })
   .strict()
   .superRefine((a, c) => {
@@ -79,35 +90,60 @@ const attachment = z
     }
   });
 const bodyFields = {
-  text: z.string({ error: "must be a string" }).max(MAX_BODY_CHARS, "is too long").optional(),
-  html: z.string({ error: "must be a string" }).max(MAX_BODY_CHARS, "is too long").optional(),
-  cc: recipients.optional(),
-  fromName: z.string().max(200, "must be at most 200 characters").regex(ONE_LINE, "must be one line").optional(),
+  text: z
+    .string({ error: "must be a string" })
+    .max(MAX_BODY_CHARS, "is too long")
+    .optional()
+    .describe("the plain-text body; text or html (or both) is required"),
+  html: z
+    .string({ error: "must be a string" })
+    .max(MAX_BODY_CHARS, "is too long")
+    .optional()
+    .describe("the HTML body; text or html (or both) is required"),
+  cc: recipients.optional().describe(`more recipients in Cc (email addresses, at most ${MAX_RECIPIENTS})`),
+  fromName: z
+    .string()
+    .max(200, "must be at most 200 characters")
+    .regex(ONE_LINE, "must be one line")
+    .optional()
+    .describe('the sender\'s display name, as in "Support Team <support@…>"'),
   attachments: z
     .array(attachment, { error: "must be an array" })
     .max(MAX_ATTACHMENTS, `must have at most ${MAX_ATTACHMENTS} items`)
-    .optional(),
+    .optional()
+    .describe(`files to attach, at most ${MAX_ATTACHMENTS}, 10 MB in total`),
 };
 const needsBody = (b: { text?: string; html?: string }) => Boolean(b.text || b.html);
 const bodyRequired = { message: "text or html is required", path: ["text"] };
 
 export const replySchema = z
-  .object({ ...bodyFields, replyAll: z.boolean({ error: "must be true or false" }).optional() })
+  .object({
+    ...bodyFields,
+    replyAll: z
+      .boolean({ error: "must be true or false" })
+      .optional()
+      .describe("also answer the other To and Cc recipients of the email (default: only its sender)"),
+  })
   .strict()
   .refine(needsBody, bodyRequired);
 
 export const sendSchema = z
   .object({
     ...bodyFields,
-    from: address,
-    to: z.union([address, recipients.min(1, "must have at least one address")], {
-      error: "must be an email address or an array of them",
-    }),
+    from: address.describe(
+      "the sending address: an active inbox of the account, or any address of a catch-all domain, on a verified domain",
+    ),
+    to: z
+      .union([address, recipients.min(1, "must have at least one address")], {
+        error: "must be an email address or an array of them",
+      })
+      .describe(`the recipient, or an array of up to ${MAX_RECIPIENTS} recipients`),
     subject: z
       .string({ error: "is required" })
       .min(1, "must not be empty")
       .max(998, "must be at most 998 characters")
-      .regex(ONE_LINE, "must be one line"),
+      .regex(ONE_LINE, "must be one line")
+      .describe("one line, up to 998 characters"),
   })
   .strict()
   .refine(needsBody, bodyRequired);

@@ -1,6 +1,7 @@
-import express, { type RequestHandler, type Response } from "express";
+import type { RequestHandler, Response } from "express";
 import { accountOf } from "../lib/http.ts";
 import { idempotencyKeyOf, type Outcome } from "../lib/idempotency.ts";
+import { jsonBody } from "../lib/json-body.ts";
 import { type Route, route } from "../lib/route.ts";
 import { emailSchema, idParams } from "../lib/schemas.ts";
 import { OUTBOUND_BODY_LIMIT, replySchema, replyToEmail, sendEmail, sendSchema } from "../ops/outbound.ts";
@@ -17,7 +18,7 @@ const IDEMPOTENCY =
  * Mounted before the general parser, which then sees the body as already parsed.
  */
 export function outboundBodyParser(): RequestHandler {
-  const json = express.json({ limit: OUTBOUND_BODY_LIMIT, type: () => true });
+  const json = jsonBody({ limit: OUTBOUND_BODY_LIMIT, anyType: true });
   return (req, res, next) => (req.method === "POST" && SEND_PATH.test(req.path) ? json(req, res, next) : next());
 }
 
