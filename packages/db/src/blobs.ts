@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { checkout } from "./pool.ts";
 
 /**
  * Large bytea values (raw MIME, attachment bytes) go around Prisma. Prisma's query path copies and
@@ -56,18 +57,22 @@ export async function readBytea(
 const BYTEA_OID = 17;
 const hexBytes = (value: string): Buffer => Buffer.from(value.slice(2), "hex");
 
-/** Runs `fn` in one transaction on one pooled connection. */
+/** Runs `fn` in one transaction on one pooled connection; a connection that broke is closed (pool.ts). */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const { client, release } = await checkout(pool);
+  let broken: Error | undefined;
   try {
     await client.query("BEGIN");
     const result = await fn(client);
     await client.query("COMMIT");
     return result;
   } catch (err) {
-    await client.query("ROLLBACK").catch(() => undefined);
+    // A connection that cannot even roll back is in no state to be reused.
+    await client.query("ROLLBACK").catch((rollback: Error) => {
+      broken = rollback;
+    });
     throw err;
   } finally {
-    client.release();
+    release(broken);
   }
 }

@@ -1,17 +1,13 @@
 import { PrismaPg } from "@prisma/adapter-pg";
-import pg from "pg";
+import type pg from "pg";
 import { PrismaClient } from "./generated/client.ts";
+import { createPool, type PoolOptions } from "./pool.ts";
 
 export { Prisma } from "./generated/client.ts";
 export type * from "./generated/models.ts";
 export type { PrismaClient };
 
-export type DbOptions = {
-  /** Pool size; each service process holds one pool. */
-  max?: number;
-  /** Fail a connection attempt after this long, so a dead Postgres fails fast (SMTP 451, HTTP 503). */
-  connectionTimeoutMillis?: number;
-};
+export type DbOptions = PoolOptions;
 
 const pools = new WeakMap<PrismaClient, pg.Pool>();
 
@@ -20,11 +16,8 @@ const pools = new WeakMap<PrismaClient, pg.Pool>();
  * pool we own, so that large bytea values can bypass Prisma (see blobs.ts) on the same connections.
  */
 export function createPrisma(databaseUrl: string, options: DbOptions = {}): PrismaClient {
-  const pool = new pg.Pool({
-    connectionString: databaseUrl,
-    max: options.max ?? 10,
-    connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5_000,
-  });
+  // The pool listens for broken connections from now on, not from Prisma's first query (pool.ts).
+  const pool = createPool(databaseUrl, options);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(prisma, pool);
   return prisma;

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
+import { connectClient } from "./pool.ts";
 
 /**
  * Applies prisma/migrations/<ts>_<name>/migration.sql in order and keeps Prisma's own
@@ -37,8 +37,7 @@ export function listMigrations(migrationsDir: string): { name: string; sql: stri
 
 export async function migrate(databaseUrl: string, migrationsDir: string): Promise<MigrateResult> {
   await ensureDatabase(databaseUrl);
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const client = await connectClient(databaseUrl);
   try {
     await client.query("SELECT pg_advisory_lock($1)", [LOCK_KEY]);
     await client.query(BOOKKEEPING_DDL);
@@ -89,8 +88,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const name = decodeURIComponent(url.pathname.replace(/^\//, ""));
   if (!name) return;
   url.pathname = "/postgres";
-  const admin = new pg.Client({ connectionString: url.toString() });
-  await admin.connect();
+  const admin = await connectClient(url.toString());
   try {
     const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
     if (exists.rowCount === 0) {

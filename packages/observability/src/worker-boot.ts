@@ -73,8 +73,11 @@ export function bootSteps(boot: ProducerBoot & { workerRedis?: RedisClient }): S
 
 async function bootBase(service: string, env: WorkerBootSettings, poolSize?: number) {
   const logger = createLogger(service, env.LOG_LEVEL);
-  const prisma = createPrisma(env.DATABASE_URL, poolSize ? { max: poolSize } : {});
   const obs = await startObservability(service, logger, env);
+  const prisma = createPrisma(env.DATABASE_URL, {
+    ...(poolSize ? { max: poolSize } : {}),
+    onIdleError: (err) => obs.errors.report("postgres", err, { source: "idle connection" }),
+  });
   const redisConnections = createRedisConnections({
     url: env.REDIS_URL,
     prefix: env.REDIS_PREFIX,

@@ -1,3 +1,4 @@
+import { checkout } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
 import { type Periodic, startPeriodic } from "@mailroom/runtime";
@@ -30,7 +31,9 @@ export async function runRetentionPass(
   opts: RetentionOptions,
   stopped: () => boolean = () => false,
 ): Promise<PassResult> {
-  const lockHolder = await opts.pool.connect();
+  // checkout: the lock holder sits idle through the whole pass; a drop meanwhile must fail the pass, not the process.
+  const { client: lockHolder, lost, release } = await checkout(opts.pool);
+  let unlockFailed: Error | undefined;
   try {
     const { rows } = await lockHolder.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1) AS ok", [
       RETENTION_LOCK_KEY.toString(),
@@ -43,14 +46,23 @@ export async function runRetentionPass(
         batchSize: opts.batchSize,
         ...(opts.bytes ? { bytes: opts.bytes } : {}),
         ...(opts.onBatch ? { onBatch: opts.onBatch } : {}),
-        stopped,
+        // The lock went with its connection: another replica may start a pass now, so this one stops.
+        stopped: () => stopped() || lost() !== undefined,
       });
+      const gone = lost();
+      if (gone) throw gone;
       return { skipped: false, stats };
     } finally {
-      await lockHolder.query("SELECT pg_advisory_unlock($1)", [RETENTION_LOCK_KEY.toString()]);
+      // A session that may still hold the lock is closed (which releases it), not pooled.
+      if (!lost()) {
+        await lockHolder.query("SELECT pg_advisory_unlock($1)", [RETENTION_LOCK_KEY.toString()]).catch((err: Error) => {
+          unlockFailed = err;
+          throw err;
+        });
+      }
     }
   } finally {
-    lockHolder.release();
+    release(unlockFailed);
   }
 }
 

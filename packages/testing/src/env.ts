@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { connectClient } from "@mailroom/db";
 import { Redis } from "ioredis";
-import pg from "pg";
 import { withDatabase } from "./servers.ts";
 
 function required(name: string): string {
@@ -29,8 +29,7 @@ export async function createTestEnv(): Promise<TestEnv> {
   const redisUrl = required("MAILROOM_TEST_REDIS");
   const suffix = randomBytes(4).toString("hex");
   const name = `mailroom_test_${runId}_${suffix}`;
-  const admin = new pg.Client({ connectionString: withDatabase(base, "postgres") });
-  await admin.connect();
+  const admin = await connectClient(withDatabase(base, "postgres"));
   try {
     // CREATE DATABASE … TEMPLATE needs the template to have no other sessions; retry briefly.
     for (let i = 0; ; i++) {

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { migrate, migrationsDir } from "@mailroom/db";
+import { connectClient, migrate, migrationsDir } from "@mailroom/db";
 import { Redis } from "ioredis";
-import pg from "pg";
 import { DEFAULT_TEST_DATABASE_URL, DEFAULT_TEST_REDIS_URL, reachable, withDatabase } from "./servers.ts";
 
 /**
@@ -43,8 +42,7 @@ export default async function globalSetup(): Promise<void> {
  * server. Run ids start with their start time in base 36; drop what is older than six hours.
  */
 async function dropStaleRuns(databaseUrl: string): Promise<void> {
-  const client = new pg.Client({ connectionString: withDatabase(databaseUrl, "postgres") });
-  await client.connect();
+  const client = await connectClient(withDatabase(databaseUrl, "postgres"));
   try {
     const rows = await client.query<{ datname: string }>(
       "SELECT datname FROM pg_database WHERE datname LIKE 'mailroom\\_test\\_%'",

@@ -1,4 +1,4 @@
-import pg from "pg";
+import { connectClient } from "@mailroom/db";
 import { withDatabase } from "./servers.ts";
 
 /** Drops every database this run created (the template and each test file's clone). */
@@ -6,8 +6,7 @@ export default async function globalTeardown(): Promise<void> {
   const runId = process.env.MAILROOM_TEST_RUN;
   const base = process.env.MAILROOM_TEST_PG;
   if (!runId || !base) return;
-  const client = new pg.Client({ connectionString: withDatabase(base, "postgres") });
-  await client.connect();
+  const client = await connectClient(withDatabase(base, "postgres"));
   try {
     const dbs = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", [
       `mailroom_test_${runId}_%`,

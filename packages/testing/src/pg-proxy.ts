@@ -5,14 +5,24 @@ import net from "node:net";
  * touching the server: `down()` cuts every open connection and refuses new ones, `up()` lets them
  * through again. What a worker sees is what it sees when the database host goes away.
  */
-export type PgProxy = { url: string; down(): void; up(): void; close(): Promise<void> };
+export type PgProxy = {
+  url: string;
+  down(): void;
+  up(): void;
+  /** Client connections open through the proxy now (what down() would cut). */
+  open(): number;
+  close(): Promise<void>;
+};
 
 export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
   const target = new URL(databaseUrl);
   const sockets = new Set<net.Socket>();
+  const clients = new Set<net.Socket>();
   let isDown = false;
   const server = net.createServer((client) => {
     if (isDown) return void client.destroy();
+    clients.add(client);
+    client.on("close", () => clients.delete(client));
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -36,6 +46,7 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
     up() {
       isDown = false;
     },
+    open: () => clients.size,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

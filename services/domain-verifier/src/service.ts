@@ -83,9 +83,12 @@ export async function startVerifierService(env: VerifierEnv, deps: VerifierServi
 /** Logger, Prisma (one connection per verification lane, plus retention's lock holder and batch), health port, Postgres awaited. */
 async function bootVerifier(env: VerifierEnv): Promise<VerifierBoot> {
   const logger = createLogger("domain-verifier", env.LOG_LEVEL);
-  const prisma = createPrisma(env.DATABASE_URL, { max: env.VERIFY_CONCURRENCY + 4 });
   // The health/metrics port first: probes answer (not ready yet) while dependencies are awaited.
   const obs = await startObservability("domain-verifier", logger, env);
+  const prisma = createPrisma(env.DATABASE_URL, {
+    max: env.VERIFY_CONCURRENCY + 4,
+    onIdleError: (err) => obs.errors.report("postgres", err, { source: "idle connection" }),
+  });
   obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
   // Work only once Postgres answers; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
   await awaitDependencies(

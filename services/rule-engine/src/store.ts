@@ -6,7 +6,7 @@
  * Plain node-postgres on the Prisma client's pool: Prisma's per-query work was most of the CPU these
  * statements cost, and it copies large text values (a 25 MB body) many times over.
  */
-import { newId, type Queryable } from "@mailroom/db";
+import { checkout, newId, type Queryable } from "@mailroom/db";
 import type pg from "pg";
 import type { ParsedEmail } from "./parse.ts";
 
@@ -209,7 +209,8 @@ type StoreRow = {
  * and the connection is not reused.
  */
 async function storeInTransaction(pool: pg.Pool, dedupeKey: string, params: unknown[]): Promise<StoreRow | undefined> {
-  const client = await pool.connect();
+  // checkout: a connection that drops while the four are in flight fails them, not the process.
+  const { client, release } = await checkout(pool);
   const pipelined = client as pg.PoolClient & { pipeline?: boolean };
   pipelined.pipeline = true;
   const sent = [
@@ -221,7 +222,7 @@ async function storeInTransaction(pool: pg.Pool, dedupeKey: string, params: unkn
   const settled = await Promise.allSettled(sent);
   pipelined.pipeline = false;
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
-  client.release(failed ? (failed.reason as Error) : undefined);
+  release(failed ? (failed.reason as Error) : undefined);
   if (failed) throw failed.reason;
   const [, , store, commit] = settled as [
     unknown,
