@@ -4,6 +4,7 @@
 #   docker run IMAGE node services/api/src/main.js     one service (likewise smtp-ingest, rule-engine,
 #                                                      webhook-dispatcher, outbound-sender, domain-verifier)
 #   docker run IMAGE node packages/db/src/migrate-cli.js   the migrations (a Helm hook / compose job)
+#   docker run IMAGE node packages/db/src/wait-schema-cli.js   waits until they ran (an init container)
 #   docker run IMAGE node tools/admin/src/cli.js --help    the admin CLI
 ARG NODE_IMAGE=node:24-slim
 

@@ -54,7 +54,8 @@ test("every deployment starts compiled entry points the build emits (node <file>
     ...Object.values(composeServices()).map((s) => s.command ?? []),
     ...[...kustomizeObjects(), ...renderChart(secret)]
       .filter((o) => o.kind === "Deployment" || o.kind === "Job")
-      .flatMap((o) => o.spec.template.spec.containers as { command?: string[]; args?: string[] }[])
+      .flatMap((o) => [...(o.spec.template.spec.initContainers ?? []), ...o.spec.template.spec.containers])
+      .map((c) => c as { command?: string[]; args?: string[] })
       .map((c) => [...(c.command ?? []), ...(c.args ?? [])]),
   ].filter((argv) => argv[0] === "node" || argv.includes("tsx"));
   expect(commands.length).toBeGreaterThan(12);
@@ -110,7 +111,27 @@ describe("infra/k8s (kustomize)", () => {
     const smtp = byKind(objects, "Service").find((s) => s.spec.selector.app === "smtp-ingest");
     expect(smtp?.spec).toMatchObject({ type: "LoadBalancer", externalTrafficPolicy: "Local" });
   });
+
+  test("every service waits for the schema in an init container (nothing orders the migrate Job first)", () => {
+    expect(waitsForSchema(objects)).toEqual(services);
+  });
 });
+
+/** The services whose pods first run wait-schema-cli with the database secret. */
+function waitsForSchema(objects: K8sObject[]): string[] {
+  return services.filter((service) => {
+    const init = (deploymentOf(objects, service)?.spec.template.spec.initContainers ?? []) as {
+      command?: string[];
+      args?: string[];
+      envFrom?: unknown[];
+    }[];
+    return init.some(
+      (c) =>
+        [...(c.command ?? []), ...(c.args ?? [])].join(" ") === "node packages/db/src/wait-schema-cli.js" &&
+        c.envFrom?.some((e) => JSON.stringify(e).includes("mailroom-secrets")),
+    );
+  });
+}
 
 describe("Helm chart infra/helm/mailroom", () => {
   const objects = renderChart(secret);
@@ -162,12 +183,20 @@ describe("Helm chart infra/helm/mailroom", () => {
     expect(smtp.env).not.toContainEqual(expect.objectContaining({ name: "HEALTH_PORT" }));
   });
 
+  test("every service waits for the schema in an init container, unless turned off", () => {
+    expect(waitsForSchema(objects)).toEqual(services);
+    expect(waitsForSchema(renderChart({ ...secret, "waitForSchema.enabled": "false" }))).toEqual([]);
+  });
+
   test("the migration is a hook Job re-created on every install and upgrade", () => {
     const [job] = byKind(objects, "Job");
     expect(job?.metadata.annotations?.["helm.sh/hook"]).toBe("pre-install,pre-upgrade");
     expect(job?.metadata.annotations?.["helm.sh/hook-delete-policy"]).toContain("before-hook-creation");
     expect(serviceOfCommand(job?.spec.template.spec.containers[0].args)).toBe(null);
     expect(job?.spec.template.spec.containers[0].args.join(" ")).toMatch(/migrate/);
+    // The name docs/operations.md gives for `kubectl logs job/…`.
+    expect(job?.metadata.name).toBe("mr-mailroom-migrate");
+    expect(byKind(renderChart(secret, "mailroom"), "Job")[0]?.metadata.name).toBe("mailroom-migrate");
   });
 
   test("the SMTP Service keeps the client's address (externalTrafficPolicy Local)", () => {

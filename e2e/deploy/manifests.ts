@@ -70,8 +70,8 @@ export function helmBinary(): string {
 }
 
 /** `helm template` of the chart with the given --set values; throws with helm's stderr on failure. */
-export function renderChart(set: Record<string, string> = {}): K8sObject[] {
-  const args = ["template", "mr", chartDir, "--namespace", "mailroom"];
+export function renderChart(set: Record<string, string> = {}, release = "mr"): K8sObject[] {
+  const args = ["template", release, chartDir, "--namespace", "mailroom"];
   for (const [key, value] of Object.entries(set)) args.push("--set", `${key}=${value}`);
   const out = execFileSync(helmBinary(), args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   return parseDocs(out, "helm template");

@@ -6,4 +6,5 @@ export * from "./ids.ts";
 export { ensureDatabase, listMigrations, migrate } from "./migrate.ts";
 export { migrationsDir } from "./paths.ts";
 export * from "./pool.ts";
+export * from "./schema-check.ts";
 export * from "./usage.ts";

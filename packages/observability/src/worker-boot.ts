@@ -1,4 +1,4 @@
-import { createPrisma, type PrismaClient, poolOf } from "@mailroom/db";
+import { createPrisma, type PrismaClient, poolOf, schemaReadiness } from "@mailroom/db";
 import { createLogger, type Logger } from "@mailroom/log";
 import { createRedisConnections, type RedisClient, type RedisConnections } from "@mailroom/queues";
 import { awaitDependencies, postgresDependency, redisDependency, type ShutdownStep } from "@mailroom/runtime";
@@ -87,7 +87,7 @@ async function bootBase(service: string, env: WorkerBootSettings, poolSize?: num
   return { logger, prisma, obs, redisConnections };
 }
 
-/** Waits for Postgres and Redis, then adds their readiness checks. */
+/** Waits for Postgres and Redis, then adds their readiness checks and the schema's. */
 async function ready(boot: ProducerBoot, env: WorkerBootSettings, more: RedisClient[], until: string) {
   const { logger, prisma, obs, producerRedis } = boot;
   await awaitDependencies(
@@ -99,6 +99,8 @@ async function ready(boot: ProducerBoot, env: WorkerBootSettings, more: RedisCli
     (name, error) => logger.warn({ error }, `waiting for ${name}${until}`),
   );
   obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
+  // Not ready until the database has every migration this build expects (named in /readyz).
+  obs.health.addCheck("schema", schemaReadiness(poolOf(prisma)));
   obs.health.addCheck("redis", redisReadiness(producerRedis));
   producerRedis.on("ready", () => obs.errors.recovered("redis"));
 }

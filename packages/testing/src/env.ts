@@ -66,6 +66,23 @@ export async function createTestEnv(): Promise<TestEnv> {
 }
 
 /**
+ * A database with nothing in it (not even the migrations' bookkeeping table): what a service meets
+ * before the migration Job ran. Dropped by the global teardown like the test databases.
+ */
+export async function createEmptyDatabase(): Promise<string> {
+  const base = required("MAILROOM_TEST_PG");
+  const name = `mailroom_test_${required("MAILROOM_TEST_RUN")}_empty_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: withDatabase(base, "postgres") });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  return withDatabase(base, name);
+}
+
+/**
  * Polls `probe` until it returns a non-undefined value or the deadline passes. No blind sleeps.
  * The default deadline is generous: it only matters when the condition never comes, and CI's
  * 2 cores may be busy enough that a message takes many seconds through the pipeline.

@@ -37,6 +37,11 @@ export type AppDeps = OpsContext & {
   registry?: Registry;
   /** True once shutdown began: /readyz answers 503 so the load balancer stops sending requests. */
   draining?: () => boolean;
+  /**
+   * The process's readiness, as the health port's /readyz reports it (started, not draining,
+   * Postgres, Redis, the schema's migrations); absent: /readyz here pings Postgres and Redis itself.
+   */
+  ready?: () => Promise<{ ok: boolean }>;
   /** API_TRUST_PROXY: X-Forwarded-Proto from the proxy in front counts as TLS (Secure console cookies). */
   trustProxy?: boolean;
   /** Where the console's built bundle is (default: services/api/console/dist). */
@@ -105,6 +110,11 @@ const requestId: RequestHandler = (req, res, next) => {
 /** 503 while draining or when Postgres or Redis does not answer, naming which. */
 function readiness(deps: AppDeps): RequestHandler {
   return async (_req, res) => {
+    if (deps.ready) {
+      const report = await deps.ready();
+      res.status(report.ok ? 200 : 503).json(report);
+      return;
+    }
     if (deps.draining?.()) {
       res.status(503).json({ ok: false, draining: true });
       return;

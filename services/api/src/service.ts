@@ -85,6 +85,7 @@ function apiApp(env: ApiEnv, { boot, bytes, events, queues, domainDns }: AppPart
     ...(env.SIGNED_URL_SECRET ? { signedUrlSecret: env.SIGNED_URL_SECRET } : {}),
     registry: obs.registry,
     draining: () => obs.health.draining,
+    ready: () => obs.health.ready(),
     redis: boot.producerRedis,
     logger,
     bodyLimit: env.API_BODY_LIMIT,

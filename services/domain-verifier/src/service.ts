@@ -1,4 +1,4 @@
-import { createPrisma, poolOf } from "@mailroom/db";
+import { createPrisma, poolOf, schemaReadiness } from "@mailroom/db";
 import { createDomainDns, type DomainDns, startVerifier } from "@mailroom/domain-verification";
 import { createLogger, type Logger } from "@mailroom/log";
 import { startObservability, type WorkerBoot } from "@mailroom/observability";
@@ -90,6 +90,7 @@ async function bootVerifier(env: VerifierEnv): Promise<VerifierBoot> {
     onIdleError: (err) => obs.errors.report("postgres", err, { source: "idle connection" }),
   });
   obs.health.addCheck("postgres", () => prisma.$queryRaw`SELECT 1`);
+  obs.health.addCheck("schema", schemaReadiness(poolOf(prisma)));
   // Work only once Postgres answers; past STARTUP_TIMEOUT_MS exit with one line (and be restarted).
   await awaitDependencies(
     [postgresDependency(env.DATABASE_URL, () => poolOf(prisma).query("SELECT 1"))],
