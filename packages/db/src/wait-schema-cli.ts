@@ -3,7 +3,7 @@
 // Deployments. Says what it waits for once, then every 30 s; an unreachable database is waited for
 // the same way (the pod stays in Init, which `kubectl get pods` shows).
 import { setTimeout as delay } from "node:timers/promises";
-import pg from "pg";
+import { createPool } from "./pool.ts";
 import { expectedMigrations, missingMigrations, missingMigrationsText } from "./schema-check.ts";
 
 const databaseUrl = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/mailroom";
@@ -11,8 +11,8 @@ const pollMs = Number(process.env.SCHEMA_POLL_MS ?? 2_000);
 const log = (level: number, msg: string) => console.log(JSON.stringify({ level, service: "wait-for-schema", msg }));
 
 const expected = expectedMigrations();
-const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-pool.on("error", () => undefined); // an idle connection dropped: the next query reconnects
+// An idle connection that drops is reconnected by the next query (createPool listens for it).
+const pool = createPool(databaseUrl, { max: 1 });
 let lastSaid = "";
 let saidAt = 0;
 for (;;) {

@@ -72,8 +72,7 @@ export async function createTestEnv(): Promise<TestEnv> {
 export async function createEmptyDatabase(): Promise<string> {
   const base = required("MAILROOM_TEST_PG");
   const name = `mailroom_test_${required("MAILROOM_TEST_RUN")}_empty_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: withDatabase(base, "postgres") });
-  await admin.connect();
+  const admin = await connectClient(withDatabase(base, "postgres"));
   try {
     await admin.query(`CREATE DATABASE "${name}"`);
   } finally {
