@@ -41,17 +41,25 @@ const SOCKET_CODES = new Set([
 ]);
 
 /**
- * SQLSTATEs: 08 connection exception, 53 insufficient resources, 57P01-57P05 shutdown / cannot
- * connect now, 58 system (I/O) error, 40001/40P01 serialization failure / deadlock, 55P03 lock not
- * available, 28 auth, 3D000 no database, 42P01/42703 schema not migrated.
+ * SQLSTATEs: 08 connection exception, 53 insufficient resources (too many connections, disk full,
+ * out of memory), 57P01-57P05 admin / crash shutdown, cannot connect now (starting up, in recovery),
+ * database dropped, idle session timeout, 58 system (I/O) error, 40001/40P01/40003 serialization
+ * failure / deadlock / completion unknown, 55P03 lock not available, 28 auth, 3D000 no database,
+ * 42P01/42703 schema not migrated, 42501 privileges (the deployment's grants).
+ * Also what an overloaded or failing-over server answers to any statement: 57014 canceled (a
+ * statement_timeout, or an operator's cancel), 25006 a write in a read-only transaction (a standby,
+ * or default_transaction_read_only while a failover is under way), 25P03 idle-in-transaction timeout.
+ * A message whose store always outlasts statement_timeout is thereby retried (by the sweeper, with a
+ * fresh budget) instead of stored as PROCESSING_FAILED: the timeout is the operator's setting, and
+ * raising it stores the message; a PROCESSING_FAILED copy would not be undone.
  */
 const transientSqlState = (code: string): boolean =>
   /^(08|53|58|28)/.test(code) ||
   /^57P0[1-5]$/.test(code) ||
-  ["40001", "40P01", "55P03", "3D000", "42P01", "42703"].includes(code);
+  ["57014", "25006", "25P03", "40001", "40P01", "40003", "55P03", "3D000", "42P01", "42703", "42501"].includes(code);
 
 const MESSAGES =
-  /Can't reach database|Connection terminated|connection (?:is )?closed|Connection is closed|timeout exceeded when trying to connect|Client has encountered a connection error|Stream isn't writeable|MaxRetriesPerRequest|Reached the max retries per request|parser closed/i;
+  /Can't reach database|Connection terminated|connection (?:is )?closed|Connection is closed|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end|Query read timeout|while recovery is in progress|Stream isn't writeable|MaxRetriesPerRequest|Reached the max retries per request|Command timed out|parser closed/i;
 
 export function isDependencyOutage(err: unknown): boolean {
   const seen = new Set<unknown>();
