@@ -126,4 +126,22 @@ describe("the compiled build", () => {
     expect(await run.exited).toBe(0);
     expect(JSON.parse(run.output.text.trim())).toEqual({ ok: true, subject: "compiled" });
   }, 180_000);
+
+  test("the console's mail HTML sanitizer runs its worker thread from the compiled files", async () => {
+    const script = join(out, "sanitize-check.mjs");
+    writeFileSync(
+      script,
+      [
+        'const { createMailSanitizer } = await import("./services/api/src/console/mail-html.js");',
+        "const sanitizer = createMailSanitizer();",
+        'const html = \'<p style="color:red">hi</p><iframe src="http://x.example/"></iframe><img src="http://x.example/i">\';',
+        "const result = await sanitizer.sanitize(html, { remoteImages: false });",
+        "console.log(JSON.stringify(result));",
+        "await sanitizer.close();",
+      ].join("\n"),
+    );
+    const run = runCompiled(script, {});
+    expect(await run.exited).toBe(0);
+    expect(JSON.parse(run.output.text.trim())).toEqual({ html: '<p style="color:red">hi</p><img>', blockedImages: 1 });
+  }, 180_000);
 });

@@ -5,6 +5,7 @@ import type { Redis } from "@mailroom/queues";
 import { SIGNED_LINK_PATH } from "@mailroom/storage";
 import express, { type Express, type RequestHandler } from "express";
 import { z } from "zod";
+import { createMailSanitizer, type MailSanitizer } from "./console/mail-html.ts";
 import { consoleApiRouter, consoleOwnRoutes } from "./console/router.ts";
 import { consoleStatic, defaultConsoleDir } from "./console/static.ts";
 import { accessLog, routeTemplates } from "./lib/access-log.ts";
@@ -48,6 +49,8 @@ export type AppDeps = OpsContext & {
   consoleDir?: string;
   /** SIGNED_URL_SECRET: serve the signed attachment links of webhook payloads (routes/signed-files.ts). */
   signedUrlSecret?: string;
+  /** The console's mail HTML sanitizer (worker threads; the service closes it). Default: one of its own. */
+  mailHtml?: MailSanitizer;
 };
 
 const API_VERSION = "1.0.0";
@@ -194,6 +197,7 @@ function mountInterfaces(app: Express, deps: AppDeps, apiRoutes: RegisteredRoute
       bodyLimit: deps.bodyLimit,
       rateLimit: deps.rateLimit ?? DEFAULT_RATE_LIMIT,
       trustProxy: deps.trustProxy ?? false,
+      mailHtml: deps.mailHtml ?? createMailSanitizer(),
     }),
   );
   app.use("/console", consoleStatic(deps.consoleDir ?? defaultConsoleDir()));

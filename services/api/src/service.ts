@@ -14,6 +14,7 @@ import { fatal, listen } from "@mailroom/runtime";
 import { type ByteStore, byteStoreConfig, createByteStore } from "@mailroom/storage";
 import type { Express } from "express";
 import { createApp } from "./app.ts";
+import { createMailSanitizer, type MailSanitizer } from "./console/mail-html.ts";
 import type { ApiEnv } from "./env.ts";
 import { createEventHub, type EventHub } from "./events/hub.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
@@ -51,7 +52,8 @@ export async function startApiService(env: ApiEnv, deps: ApiServiceDeps = {}): P
   const heartbeat = deps.eventsHeartbeatMs ? { heartbeatMs: deps.eventsHeartbeatMs } : {};
   const events = createEventHub(redis, env.REDIS_PREFIX, logger, heartbeat);
   const bytes = createByteStore(byteStoreConfig(env), poolOf(boot.prisma));
-  const app = apiApp(env, { boot, bytes, events, queues, domainDns: deps.domainDns });
+  const mailHtml = createMailSanitizer();
+  const app = apiApp(env, { boot, bytes, events, queues, mailHtml, domainDns: deps.domainDns });
   const server = createServer(app);
   await listen(server, env.API_PORT, env.API_HOST);
   const url = `http://${env.API_HOST}:${(server.address() as AddressInfo).port}`;
@@ -63,6 +65,7 @@ export async function startApiService(env: ApiEnv, deps: ApiServiceDeps = {}): P
     { name: "http", close: () => closeServer(server) },
     { name: "queue", close: () => Promise.all(Object.values(queues).map((q) => q.close())) },
     { name: "byte store", close: () => bytes.close() },
+    { name: "mail html sanitizer", close: () => mailHtml.close() },
   ]);
   return { ...service, app, server, url, events };
 }
@@ -73,9 +76,10 @@ type AppParts = {
   events: EventHub;
   queues: { outbound: Parameters<typeof outboundEnqueuer>[0] } & Parameters<typeof deliveryEnqueuer>[0];
   domainDns: DomainDns | undefined;
+  mailHtml: MailSanitizer;
 };
 
-function apiApp(env: ApiEnv, { boot, bytes, events, queues, domainDns }: AppParts): Express {
+function apiApp(env: ApiEnv, { boot, bytes, events, queues, mailHtml, domainDns }: AppParts): Express {
   const { prisma, logger, obs } = boot;
   // DNS_SERVERS behind every SSRF check (create/update/test), as in the dispatcher at delivery.
   const egressResolver = createEgressResolver(env.DNS_SERVERS);
@@ -84,6 +88,7 @@ function apiApp(env: ApiEnv, { boot, bytes, events, queues, domainDns }: AppPart
     bytes,
     ...(env.SIGNED_URL_SECRET ? { signedUrlSecret: env.SIGNED_URL_SECRET } : {}),
     registry: obs.registry,
+    mailHtml,
     draining: () => obs.health.draining,
     ready: () => obs.health.ready(),
     redis: boot.producerRedis,

@@ -7,6 +7,8 @@ import {
   startStack,
   type TestAccount,
 } from "@mailroom/stack";
+import { seedEmail } from "@mailroom/testing";
+import { MAX_RENDERED_HTML } from "../src/console/mail-html.ts";
 import { MAX_JSON_DEPTH } from "../src/lib/json-body.ts";
 
 /**
@@ -130,5 +132,26 @@ describe("bad input elsewhere answers 4xx", () => {
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers.get("content-type")).toMatch(/^application\/json/);
     }
+  });
+});
+
+describe("the message view's HTML frame", () => {
+  it("is the member's own mail only; a part too large to sanitize is not shown, never served raw", async () => {
+    const { id } = await seedEmail(stack.prisma, acct.accountId);
+    const huge = `<p>${"x".repeat(MAX_RENDERED_HTML)}</p><iframe src="http://x.example/"></iframe>`;
+    await stack.prisma.email.update({ where: { id }, data: { htmlBody: huge } });
+    const res = await fetch(`${stack.apiUrl}/console/api/emails/${id}/html`, {
+      headers: { cookie: member.cookie ?? "" },
+    });
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(body).toContain("too large to show here");
+    expect(body).not.toContain("<iframe");
+    expect(res.headers.get("content-security-policy")).toMatch(/^sandbox; default-src 'none'/);
+
+    const other = await stack.account();
+    const theirs = await seedEmail(stack.prisma, other.accountId);
+    expect((await member.call("GET", `/console/api/emails/${theirs.id}/html`)).status).toBe(404);
+    expect((await fetch(`${stack.apiUrl}/console/api/emails/${id}/html`)).status).toBe(401);
   });
 });

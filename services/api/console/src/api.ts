@@ -21,7 +21,8 @@ export class ApiError extends Error {
   }
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** `signal` (useAsync's) aborts a request whose answer is no longer wanted. */
+export async function api<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
   const headers: Record<string, string> = {};
   if (body !== undefined) headers["content-type"] = "application/json";
   if (method !== "GET" && csrfToken) headers["x-csrf-token"] = csrfToken;
@@ -30,7 +31,9 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     headers,
     credentials: "same-origin",
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  }).catch(() => {
+    ...(signal ? { signal } : {}),
+  }).catch((err: unknown) => {
+    if (signal?.aborted) throw err;
     throw new ApiError(0, "Could not reach the server; check your connection and try again");
   });
   const text = await res.text();

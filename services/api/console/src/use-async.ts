@@ -1,14 +1,28 @@
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 
-/** Loads `load()` and reloads on demand; every page shows loading, error and data from this. */
-export function useAsync<T>(load: () => Promise<T>, deps: unknown[] = []) {
+/**
+ * Loads `load()` and reloads on demand; every page shows loading, error and data from this. Only
+ * the newest load may set the state: a new one (a filter changed, a live event) aborts the one in
+ * flight, and an answer that still arrives for an older one is dropped, so a slow answer for the
+ * previous filter never replaces the list for the filter now selected.
+ */
+export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[] = []) {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
+  const latest = useRef<AbortController | undefined>(undefined);
   const reload = useCallback(
     () => {
+      latest.current?.abort();
+      const mine = new AbortController();
+      latest.current = mine;
+      const current = () => latest.current === mine && !mine.signal.aborted;
       setState((s) => ({ ...s, loading: true }));
-      return load().then(
-        (data) => setState({ data, loading: false }),
-        (e: Error) => setState({ error: e.message, loading: false }),
+      return load(mine.signal).then(
+        (data) => {
+          if (current()) setState({ data, loading: false });
+        },
+        (e: Error) => {
+          if (current()) setState({ error: e.message, loading: false });
+        },
       );
     },
     // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what `load` depends on.
@@ -17,6 +31,8 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[] = []) {
   useEffect(() => {
     void reload();
   }, [reload]);
+  // Leaving the page: nothing more may land in its state.
+  useEffect(() => () => latest.current?.abort(), []);
   return { ...state, reload };
 }
 

@@ -8,11 +8,13 @@ import type { Method } from "../lib/route.ts";
 import { refuseUnstorableText } from "../lib/storable-text.ts";
 import { createKey, listKeys, revokeKey } from "../ops/api-keys.ts";
 import type { OpsContext } from "../ops/context.ts";
+import { getEmail } from "../ops/emails.ts";
 import { getOverview } from "../ops/overview.ts";
 import { v1Router } from "../routes/v1.ts";
 import { clearSessionCookie, setSessionCookie } from "./cookies.ts";
 import { consoleSession, requireCsrf, requireJsonSameOrigin } from "./guards.ts";
 import { clientIp, type SignInThrottle, signInThrottle } from "./ip-throttle.ts";
+import { type MailSanitizer, mailFrameDocument, mailFramePolicy, notShownDocument } from "./mail-html.ts";
 import { createSession, csrfTokenOf, endSession } from "./sessions.ts";
 import { checkCredentials, setPasswordWithToken } from "./sign-in.ts";
 
@@ -23,6 +25,8 @@ export type ConsoleDeps = {
   rateLimit: RateLimitConfig;
   /** X-Forwarded-Proto from the proxy in front counts as TLS (Secure cookies). */
   trustProxy: boolean;
+  /** Sanitizes mail HTML for the message view's frame. */
+  mailHtml: MailSanitizer;
 };
 
 type Env = ConsoleDeps & { throttle: SignInThrottle };
@@ -90,6 +94,22 @@ const memberRoutes: ConsoleRoute[] = [
     path: "/overview",
     handle: async ({ ctx }, req, res) => {
       res.json(await getOverview(ctx, accountOf(req)));
+    },
+  },
+  {
+    // The message view's frame: the sanitized HTML part as a document of its own (mail-html.ts).
+    method: "GET",
+    path: "/emails/:id/html",
+    handle: async ({ ctx, mailHtml }, req, res) => {
+      const email = await getEmail(ctx, accountOf(req), String(req.params.id));
+      const remoteImages = req.query.images === "remote";
+      const clean = await mailHtml.sanitize(email.htmlBody, { remoteImages });
+      res.setHeader("Content-Security-Policy", mailFramePolicy(remoteImages));
+      res.setHeader("X-Frame-Options", "SAMEORIGIN");
+      res.setHeader("Referrer-Policy", "no-referrer");
+      res.setHeader("X-Content-Type-Options", "nosniff");
+      res.setHeader("Cache-Control", "no-store");
+      res.type("html").send(clean ? mailFrameDocument(clean.html) : notShownDocument());
     },
   },
   {

@@ -176,7 +176,7 @@ export function Deliveries({ onChanged }: { onChanged: () => void }) {
   const q = useDeliveryQuery();
   const endpoints = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
   const endpointName = (id: string) => endpoints.data?.data.find((e) => e.id === id)?.name ?? id;
-  const list = useAsync(() => api<Page<Delivery>>("GET", `/deliveries?${q.query}`), [q.query]);
+  const list = useAsync((signal) => api<Page<Delivery>>("GET", `/deliveries?${q.query}`, undefined, signal), [q.query]);
   const refresh = async () => {
     await list.reload();
     onChanged();

@@ -2,6 +2,7 @@ import { type FormEvent, useState } from "react";
 import { api, type EmailSummary, type Page } from "../api.ts";
 import { Empty, ErrorNote, Loading, Pager, TableHead, when } from "../components.tsx";
 import { LiveBadge, useLive } from "../live.tsx";
+import { Untrusted } from "../untrusted.tsx";
 import { useAsync } from "../use-async.ts";
 import { Message } from "./message.tsx";
 
@@ -70,15 +71,19 @@ function MailTable({ rows, onOpen }: { rows: EmailSummary[]; onOpen: (id: string
       <tbody>
         {rows.map((m) => (
           <tr key={m.id} data-email={m.id}>
-            <td className="mono">{m.fromAddress}</td>
-            <td>
-              <button type="button" className="link" onClick={() => onOpen(m.id)}>
-                {m.subject || "(no subject)"}
+            <td className="mono">
+              <Untrusted text={m.fromAddress} />
+            </td>
+            <td className="subject-cell">
+              <button type="button" className="link subject" onClick={() => onOpen(m.id)}>
+                {m.subject ? <Untrusted text={m.subject} title /> : "(no subject)"}
               </button>
               {m.direction === "outbound" && <span className="muted small"> · sent</span>}
               {m.attachmentCount > 0 && <span className="muted small"> · {m.attachmentCount} attachment(s)</span>}
             </td>
-            <td className="mono">{m.toAddresses.join(", ")}</td>
+            <td className="mono">
+              <Untrusted text={m.toAddresses.join(", ")} />
+            </td>
             <td>{when(m.receivedAt)}</td>
           </tr>
         ))}
@@ -94,7 +99,7 @@ export function Mail() {
   // Older pages: the cursors followed so far (the API's nextCursor); empty on the newest page.
   const [cursors, setCursors] = useState<string[]>([]);
   const query = queryOf(filters, cursors.at(-1));
-  const list = useAsync(() => api<Page<EmailSummary>>("GET", `/emails?${query}`), [query]);
+  const list = useAsync((signal) => api<Page<EmailSummary>>("GET", `/emails?${query}`, undefined, signal), [query]);
   // New mail appears without a reload: each email.received event of the account asks the list again.
   const live = useLive(MAIL_EVENTS, list.reload);
   if (open) return <Message id={open} onClose={() => setOpen(undefined)} onOpen={setOpen} />;

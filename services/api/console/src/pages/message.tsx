@@ -1,19 +1,50 @@
 import { useState } from "react";
 import { api, type Email } from "../api.ts";
 import { ErrorNote, Loading, when } from "../components.tsx";
+import { realExtension, showBidiControls, Untrusted } from "../untrusted.tsx";
 import { useAsync } from "../use-async.ts";
 import { ReplyForm, Thread } from "./thread.tsx";
 
 const verdictClass = (v: string | null) => (v === "PASS" ? "delivered" : v === "FAIL" ? "dead" : "retrying");
 
+/** Whether the HTML names anything remote an image could come from (img, srcset, background, CSS url()). */
+const REMOTE_IMAGE =
+  /\b(?:src|srcset|background|poster)\s*=\s*["']?\s*(?:https?:)?\/\/|url\(\s*["']?\s*(?:https?:)?\/\//i;
+
 /**
- * The HTML part in a sandboxed frame: no scripts, no same-origin access, and a policy that loads
- * nothing from the network (remote images and trackers stay blocked); inline images (data:) show.
+ * The HTML part, sanitized by the server (DOMPurify) and served from its own URL with its own
+ * policy: a sandboxed frame (no scripts, no forms, an opaque origin) where the mail's inline and
+ * `<style>` CSS apply but nothing loads from the network, unless the reader chooses to load this
+ * message's remote images (off by default, as in mail clients: an image can be a read receipt).
  */
-function HtmlBody({ html }: { html: string }) {
-  const policy = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:";
-  const doc = `<!doctype html><meta http-equiv="Content-Security-Policy" content="${policy}"><base target="_blank">${html}`;
-  return <iframe className="mail-html" title="HTML body" sandbox="" srcDoc={doc} referrerPolicy="no-referrer" />;
+function HtmlBody({ id, html }: { id: string; html: string }) {
+  const [images, setImages] = useState(false);
+  const hasRemote = REMOTE_IMAGE.test(html);
+  return (
+    <>
+      {hasRemote && (
+        <p className="remote-note small" role="status">
+          {images ? (
+            "Remote images are shown for this message."
+          ) : (
+            <>
+              Remote images are blocked (they can tell the sender you read this).{" "}
+              <button type="button" className="btn small" onClick={() => setImages(true)}>
+                Load remote images
+              </button>
+            </>
+          )}
+        </p>
+      )}
+      <iframe
+        className="mail-html"
+        title="HTML body"
+        sandbox=""
+        src={`/console/api/emails/${id}/html${images ? "?images=remote" : ""}`}
+        referrerPolicy="no-referrer"
+      />
+    </>
+  );
 }
 
 /** The header block of the stored raw message, read when the reader opens it (the API has no headers field). */
@@ -31,7 +62,11 @@ function Headers({ id }: { id: string }) {
     <details className="headers" onToggle={(e) => e.currentTarget.open && load()}>
       <summary>Headers</summary>
       <ErrorNote message={error} />
-      {text === undefined && !error ? <Loading /> : <pre className="mail-text small">{text}</pre>}
+      {text === undefined && !error ? (
+        <Loading />
+      ) : (
+        <pre className="mail-text small">{text === undefined ? "" : showBidiControls(text)}</pre>
+      )}
     </details>
   );
 }
@@ -42,10 +77,12 @@ function MessageHead({ e, onClose }: { e: Email; onClose: () => void }) {
       <button type="button" className="btn" onClick={onClose}>
         ← All mail
       </button>
-      <h2 id="message-subject">{e.subject || "(no subject)"}</h2>
+      <h2 id="message-subject" className="subject">
+        {e.subject ? <Untrusted text={e.subject} /> : "(no subject)"}
+      </h2>
       <p className="muted">
-        {e.direction === "outbound" ? "Sent from" : "From"} <span className="mono">{e.fromAddress}</span> to{" "}
-        <span className="mono">{e.toAddresses.join(", ")}</span> · {when(e.receivedAt)}
+        {e.direction === "outbound" ? "Sent from" : "From"} <Untrusted className="mono" text={e.fromAddress} /> to{" "}
+        <Untrusted className="mono" text={e.toAddresses.join(", ")} /> · {when(e.receivedAt)}
       </p>
       <p className="badges">
         {(
@@ -68,6 +105,16 @@ function MessageHead({ e, onClose }: { e: Email; onClose: () => void }) {
   );
 }
 
+/** The file's real extension as its own label, so a name drawn backwards cannot hide it. */
+function Extension({ filename }: { filename: string }) {
+  const ext = realExtension(filename);
+  return (
+    <span className="badge ext" data-testid="extension" title="The file's real extension">
+      {ext ? `.${ext}` : "no extension"}
+    </span>
+  );
+}
+
 function Attachments({ e }: { e: Email }) {
   if (e.attachments.length === 0) return null;
   return (
@@ -76,14 +123,15 @@ function Attachments({ e }: { e: Email }) {
         // biome-ignore lint/suspicious/noArrayIndexKey: the index is the attachment's identity (its URL is /attachments/{i}).
         <li key={`${a.filename}${i}`}>
           {a.stored ? (
-            <a href={`/console/api/emails/${e.id}/attachments/${i}`} download={a.filename}>
-              {a.filename}
+            <a href={`/console/api/emails/${e.id}/attachments/${i}`} download={showBidiControls(a.filename)}>
+              <Untrusted text={a.filename} />
             </a>
           ) : (
-            a.filename
+            <Untrusted text={a.filename} />
           )}{" "}
+          <Extension filename={a.filename} />{" "}
           <span className="muted small">
-            {a.contentType} · {a.size.toLocaleString()} bytes
+            <Untrusted text={a.contentType} /> · {a.size.toLocaleString()} bytes
           </span>
         </li>
       ))}
@@ -102,7 +150,13 @@ export function Message({ id, onClose, onOpen }: { id: string; onClose: () => vo
   return (
     <article className="card message" aria-labelledby="message-subject">
       <MessageHead e={e} onClose={onClose} />
-      {e.htmlBody ? <HtmlBody html={e.htmlBody} /> : <pre className="mail-text">{e.textBody}</pre>}
+      {e.htmlBody ? (
+        <HtmlBody key={e.id} id={e.id} html={e.htmlBody} />
+      ) : (
+        <pre className="mail-text" dir="auto">
+          {e.textBody}
+        </pre>
+      )}
       <Attachments e={e} />
       <Headers key={e.id} id={e.id} />
       <Thread threadId={e.threadId} current={e.id} version={version} onOpen={onOpen} />

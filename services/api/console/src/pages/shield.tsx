@@ -10,6 +10,7 @@ import {
   type ShieldRule,
 } from "../api.ts";
 import { Empty, ErrorNote, Loading, Pager, TableHead, TextAreaField, TextField, when } from "../components.tsx";
+import { Untrusted } from "../untrusted.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 import { RuleBuilder, type RuleTargets } from "./shield-builder.tsx";
 import { RulesTable } from "./shield-rules-table.tsx";
@@ -105,9 +106,15 @@ function BlockLog() {
             {rows.map((b) => (
               <tr key={b.id}>
                 <td>{when(b.receivedAt)}</td>
-                <td className="mono">{b.sender}</td>
-                <td className="mono">{b.recipient}</td>
-                <td>{b.subject}</td>
+                <td className="mono">
+                  <Untrusted text={b.sender} />
+                </td>
+                <td className="mono">
+                  <Untrusted text={b.recipient} />
+                </td>
+                <td className="subject-cell">
+                  <Untrusted className="subject" text={b.subject} title />
+                </td>
                 <td>{b.ruleName}</td>
               </tr>
             ))}

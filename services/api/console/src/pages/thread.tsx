@@ -1,6 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { api, type EmailSummary } from "../api.ts";
 import { ErrorNote, TextAreaField, when } from "../components.tsx";
+import { Untrusted } from "../untrusted.tsx";
 import { useAsync, useSubmit } from "../use-async.ts";
 
 /** The thread of the open message, oldest first, inbound and outbound; another message opens on click. */
@@ -21,14 +22,14 @@ export function Thread(props: { threadId: string; current: string; version: numb
               {m.direction === "outbound" ? "sent" : "received"}
             </span>{" "}
             {m.id === props.current ? (
-              <strong>{m.subject || "(no subject)"}</strong>
+              <strong className="subject">{m.subject ? <Untrusted text={m.subject} /> : "(no subject)"}</strong>
             ) : (
-              <button type="button" className="link" onClick={() => props.onOpen(m.id)}>
-                {m.subject || "(no subject)"}
+              <button type="button" className="link subject" onClick={() => props.onOpen(m.id)}>
+                {m.subject ? <Untrusted text={m.subject} /> : "(no subject)"}
               </button>
             )}{" "}
             <span className="muted small">
-              {m.fromAddress} · {when(m.receivedAt)}
+              <Untrusted text={m.fromAddress} /> · {when(m.receivedAt)}
             </span>
           </li>
         ))}
