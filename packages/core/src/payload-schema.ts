@@ -51,7 +51,37 @@ export const emailSchema = z
     spamVerdict: z.string().nullable(),
     spfVerdict: z.string(),
     dkimVerdict: z.string(),
-    dmarcVerdict: z.string(),
+    dmarcVerdict: z.string().describe("DMARC as evaluated on arrival; a FAIL stays FAIL when dmarcOverridden is true"),
+    dmarcOverridden: z
+      .boolean()
+      .describe(
+        "DMARC failed, but a valid ARC chain whose newest seal is by a sealer the operator trusts " +
+          "(ARC_TRUSTED_SEALERS), and which recorded dmarc=pass, vouched for the message (RFC 8617 local policy); " +
+          "verdictReasons.dmarc says why",
+      ),
+    arcVerdict: z
+      .string()
+      .describe("the ARC chain (RFC 8617): PASS, FAIL, GRAY when the message carries none; DISABLED on outbound mail"),
+    virusVerdict: z
+      .string()
+      .describe(
+        "ClamAV: PASS, FAIL (virusSignature names what was found), GRAY when no scan result (clamd not " +
+          "configured, unreachable, past its deadline, or refusing the message), PROCESSING_FAILED; DISABLED on outbound mail",
+      ),
+    virusSignature: z.string().nullable().describe("ClamAV's signature name when virusVerdict is FAIL"),
+    verdictReasons: z
+      .strictObject({
+        virus: z.string().nullable().describe("clamd's answer, or why there is none"),
+        arc: z
+          .string()
+          .nullable()
+          .describe("the ARC chain's result: instance, sealer, what it recorded, or why it failed"),
+        dmarc: z
+          .string()
+          .nullable()
+          .describe("whether a DMARC failure was overridden by a trusted ARC sealer, and why"),
+      })
+      .describe("why the virus, ARC and DMARC-override verdicts are what they are; null where there is nothing to say"),
     receivedAt: timestampSchema,
     sanitized: z
       .array(z.string())

@@ -133,6 +133,12 @@ export type EmailRow = {
   spfVerdict: string;
   dkimVerdict: string;
   dmarcVerdict: string;
+  virusVerdict: string;
+  virusSignature: string | null;
+  arcVerdict: string;
+  dmarcOverridden: boolean;
+  /** `{ virus, arc, dmarc }` strings as the rule engine stored them (a JSON column: read defensively). */
+  verdictReasons?: unknown;
   receivedAt: Date;
   /**
    * The reply without quoted history or signature, as the rule engine stored it; null or absent
@@ -184,6 +190,14 @@ function sendView(e: EmailRow) {
   };
 }
 
+const reasonOf = (v: unknown) => (typeof v === "string" ? v : null);
+
+/** Each reason a string or null, whatever the stored JSON holds (older rows: `{}`). */
+function reasonsView(stored: unknown) {
+  const r = stored && typeof stored === "object" ? (stored as Record<string, unknown>) : {};
+  return { virus: reasonOf(r.virus), arc: reasonOf(r.arc), dmarc: reasonOf(r.dmarc) };
+}
+
 /**
  * The full Email object. `apiBaseUrl` turns each stored attachment into a download link (the
  * webhook payload's consumers need one; REST clients get the same field). `links` (by attachment
@@ -223,6 +237,11 @@ export function emailView(
     spfVerdict: e.spfVerdict,
     dkimVerdict: e.dkimVerdict,
     dmarcVerdict: e.dmarcVerdict,
+    dmarcOverridden: e.dmarcOverridden,
+    arcVerdict: e.arcVerdict,
+    virusVerdict: e.virusVerdict,
+    virusSignature: e.virusSignature,
+    verdictReasons: reasonsView(e.verdictReasons),
     receivedAt: e.receivedAt.toISOString(),
     sanitized: e.sanitized ?? [],
     received: receivedView(e),

@@ -64,6 +64,8 @@ export type StackOptions = {
   s3?: { settings: S3Settings; signedUrlTtlSeconds?: number };
   /** SIGNED_URL_SECRET: with Postgres bytes, payload links the API serves without a key. */
   signedUrlSecret?: string;
+  /** The rule engine's virus and ARC settings (CLAMD_URL, CLAMD_TIMEOUT_MS, ARC_TRUSTED_SEALERS); default: none. */
+  verdicts?: { clamdUrl?: string; clamdTimeoutMs?: number; arcTrustedSealers?: string };
   /** Start the outbound sender too (queues `outbound` and `forward`), relaying to this SMTP server. */
   outbound?: { relayUrl: string; maxAttempts?: number; backoffUnitMs?: number };
 };
@@ -221,6 +223,9 @@ async function startEngine(shared: Shared, opts: StackOptions, closers: Closer[]
     RULE_ENGINE_CONCURRENCY: "2",
     SWEEP_INTERVAL_MS: "3600000",
     SMTP_HOSTNAME: "mx.mailroom.test",
+    ...(opts.verdicts?.clamdUrl ? { CLAMD_URL: opts.verdicts.clamdUrl } : {}),
+    ...(opts.verdicts?.clamdTimeoutMs ? { CLAMD_TIMEOUT_MS: String(opts.verdicts.clamdTimeoutMs) } : {}),
+    ...(opts.verdicts?.arcTrustedSealers ? { ARC_TRUSTED_SEALERS: opts.verdicts.arcTrustedSealers } : {}),
   });
   const engine = await startRuleEngineService(env, {
     boot: await bootOf("rule-engine", shared, closers),

@@ -1,3 +1,5 @@
+export * from "./arc.ts";
+export * from "./clamd.ts";
 export * from "./dns-server.ts";
 export * from "./env.ts";
 export * from "./mime.ts";

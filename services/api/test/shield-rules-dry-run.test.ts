@@ -189,6 +189,38 @@ describe("POST /shield-rules/test (dry run)", () => {
     expect(res.body.error).toMatch(/^from: must be one line/);
   });
 
+  it("verdict fields: virus_verdict, dmarc_verdict and dmarc_overridden, as given, decide as the engine would", async () => {
+    const rule = async (name: string, conditions: object[]) => {
+      const res = await acct.api("POST", "/api/v1/shield-rules", { name, action: "block", conditions });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const virus = await rule("Viruses", [{ field: "virus_verdict", operator: "equals", value: "FAIL" }]);
+    const dmarc = await rule("DMARC failures nobody vouched for", [
+      { field: "dmarc_verdict", operator: "equals", value: "FAIL" },
+      { field: "dmarc_overridden", operator: "is_false" },
+    ]);
+    try {
+      const base = { from: "someone@elsewhere.example", to: "billing@dry.example.com" };
+      const infected = await dry({ ...base, virusVerdict: "FAIL", arcVerdict: "GRAY" });
+      expect(infected.body).toMatchObject({
+        decision: "block",
+        rule: { id: virus },
+        facts: { virusVerdict: "FAIL", arcVerdict: "GRAY", dmarcVerdict: null, dmarcOverridden: false },
+      });
+      const unvouched = await dry({ ...base, virusVerdict: "PASS", dmarcVerdict: "FAIL" });
+      expect(unvouched.body).toMatchObject({ decision: "block", rule: { id: dmarc } });
+      const vouched = await dry({ ...base, dmarcVerdict: "FAIL", arcVerdict: "PASS", dmarcOverridden: true });
+      expect(vouched.body).toMatchObject({ decision: "none", facts: { dmarcOverridden: true } });
+      expect((await dry({ ...base, dmarcOverridden: "yes" })).body).toEqual({
+        error: "dmarcOverridden: must be true or false",
+      });
+    } finally {
+      for (const id of [virus, dmarc])
+        expect((await acct.api("DELETE", `/api/v1/shield-rules/${id}`)).status).toBe(204);
+    }
+  });
+
   it("stores nothing", async () => {
     const before = await stack.prisma.shieldRule.findMany({ orderBy: { priority: "asc" } });
     await dry({ from: "alerts@bank.example", to: "billing@dry.example.com", spfVerdict: "FAIL" });

@@ -80,7 +80,7 @@ describe("shield rules API", () => {
       [
         "operator not valid for the field",
         { conditions: [{ field: "subject", operator: "is_true" }] },
-        /^conditions\[0\]\.operator: "is_true" is only valid for has_attachment/,
+        /^conditions\[0\]\.operator: "is_true" is only valid for has_attachment, dmarc_overridden/,
       ],
       [
         "text operator on has_attachment",

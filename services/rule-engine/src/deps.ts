@@ -11,6 +11,7 @@ import type { Parser } from "./parse.ts";
 import type { Shield } from "./shield.ts";
 import type { SpamScanner } from "./spam.ts";
 import type { DnsResolve } from "./verdicts.ts";
+import type { VirusScanner } from "./virus.ts";
 
 export type ProcessDeps = {
   prisma: PrismaClient;
@@ -27,6 +28,10 @@ export type ProcessDeps = {
   shield?: Shield;
   /** Spam verdict (spam.ts: rspamd); without a scanner the verdict is GRAY. */
   spam?: SpamScanner;
+  /** Virus verdict (virus.ts: clamd); without a scanner the verdict is GRAY "not configured". */
+  virus?: VirusScanner;
+  /** ARC_TRUSTED_SEALERS: their valid ARC chains override a DMARC failure (arc.ts); absent: none. */
+  trustedArcSealers?: ReadonlySet<string>;
   /** Live events (`email.received`) for API waiters and streams; absent: none are published. */
   events?: EventPublisher;
   /** Message bytes processed at once (budget.ts); absent: only the concurrency bounds them. */

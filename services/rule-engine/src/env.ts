@@ -1,6 +1,38 @@
 import { commonEnv, dnsServersEnv, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
+import { parseTrustedSealers } from "./arc.ts";
+import { parseClamdUrl } from "./clamd.ts";
+
+/** tcp://host:port, unix:///path or /path; the parsed address, or the env's one-line error. */
+const clamdUrlEnv = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (!v) return undefined;
+    const address = parseClamdUrl(v);
+    if (typeof address === "string") {
+      ctx.addIssue({ code: "custom", message: address });
+      return z.NEVER;
+    }
+    return address;
+  });
+
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Domains separated by commas or spaces, as a set of lowercased names. */
+const trustedSealersEnv = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    const domains = parseTrustedSealers(v);
+    const bad = domains.find((d) => !DOMAIN.test(d));
+    if (bad) {
+      ctx.addIssue({ code: "custom", message: `${JSON.stringify(bad)} is not a domain name` });
+      return z.NEVER;
+    }
+    return new Set(domains) as ReadonlySet<string>;
+  });
 
 export const ruleEngineEnvSchema = z
   .object({
@@ -44,6 +76,12 @@ export const ruleEngineEnvSchema = z
     RSPAMD_PASSWORD: z.string().optional(),
     /** Deadline for parsing one message in a worker thread. */
     PARSE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    /** clamd for virus verdicts (tcp://127.0.0.1:3310 or a unix socket); unset: virus verdicts are GRAY. */
+    CLAMD_URL: clamdUrlEnv,
+    /** Deadline of one virus scan (connect, send, scan, answer); past it the verdict is GRAY. */
+    CLAMD_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+    /** ARC sealers whose valid chains override a DMARC failure (the d= of the newest ARC-Seal). */
+    ARC_TRUSTED_SEALERS: trustedSealersEnv,
   })
   .superRefine(requireS3Settings);
 

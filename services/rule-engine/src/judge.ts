@@ -1,8 +1,8 @@
 /**
  * The `parse and judge` step of processRecipient: the message parsed off the event loop, its
- * SPF/DKIM/DMARC verdicts and spam verdict (in parallel), and its text made storable. A message the
- * parser refuses, or one past its processing budget, is judged from its raw bytes: a few headers,
- * every verdict PROCESSING_FAILED.
+ * SPF/DKIM/DMARC/ARC verdicts, spam verdict and virus verdict (in parallel), and its text made
+ * storable. A message the parser refuses, or one past its processing budget, is judged from its raw
+ * bytes: a few headers, every verdict PROCESSING_FAILED.
  */
 import { createHash } from "node:crypto";
 import type { ProcessDeps, ProcessOptions } from "./deps.ts";
@@ -10,7 +10,8 @@ import type { LoadedRecipient } from "./load.ts";
 import { generatedMessageId, type ParsedEmail } from "./parse.ts";
 import { sanitizeForPostgres } from "./sanitize.ts";
 import { type SpamVerdict, scanSpam } from "./spam.ts";
-import { type AuthVerdicts, authVerdicts } from "./verdicts.ts";
+import { AUTH_NOT_VERIFIED, type AuthVerdicts, authVerdicts } from "./verdicts.ts";
+import { VIRUS_NOT_CONFIGURED, type VirusVerdict } from "./virus.ts";
 
 export type Judged = {
   /** Cleaned for Postgres: everything after this step sees these values. */
@@ -19,6 +20,7 @@ export type Judged = {
   sanitized: string[];
   auth: AuthVerdicts;
   spam: SpamVerdict;
+  virus: VirusVerdict;
   /** False: stored raw, nothing about it verified. */
   parsed: boolean;
   contentHash: string;
@@ -47,11 +49,15 @@ async function judgeParsed(deps: ProcessDeps, rcpt: LoadedRecipient, raw: Uint8A
   const parsed = await deps.parser.parse(raw, fallbackMessageId(deps, rcpt));
   if (!parsed.ok) return unjudged(deps, rcpt, raw, parsed.reason, false);
   const meta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
-  const [auth, spam] = await Promise.all([
-    authVerdicts({ raw, ...meta, mta: deps.mtaHostname }, deps.resolver),
+  const sealers = deps.trustedArcSealers ? { trustedArcSealers: deps.trustedArcSealers } : {};
+  const [auth, spam, virus] = await Promise.all([
+    authVerdicts({ raw, ...meta, mta: deps.mtaHostname, ...sealers }, deps.resolver),
     scanSpam(deps.spam, deps.logger, raw, { ...meta, recipient: rcpt.recipient, queueId: rcpt.spoolId }),
+    deps.virus ? deps.virus(raw) : VIRUS_NOT_CONFIGURED,
   ]);
-  return { email: parsed.email, auth, spam, parsed: true };
+  if (virus.verdict === "FAIL")
+    deps.logger.info({ spoolRecipientId: rcpt.id, signature: virus.signature }, "virus found");
+  return { email: parsed.email, auth, spam, virus, parsed: true };
 }
 
 /** The Message-ID of a message that has none (parse.ts generatedMessageId). */
@@ -63,8 +69,9 @@ function unjudged(deps: ProcessDeps, rcpt: LoadedRecipient, raw: Uint8Array, rea
   deps.logger.warn({ spoolRecipientId: rcpt.id, reason }, "message could not be parsed; storing raw");
   return {
     email: unparsedEmail(raw, rcpt.spool.mailFrom, fallbackMessageId(deps, rcpt), empty),
-    auth: { spf: "PROCESSING_FAILED", dkim: "PROCESSING_FAILED", dmarc: "PROCESSING_FAILED" },
+    auth: AUTH_NOT_VERIFIED,
     spam: { verdict: "PROCESSING_FAILED", score: null },
+    virus: { verdict: "PROCESSING_FAILED", signature: null, reason: `not scanned: ${reason}` },
     parsed: false,
   };
 }

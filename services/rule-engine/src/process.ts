@@ -85,7 +85,7 @@ async function processPending(deps: ProcessDeps, rcpt: LoadedRecipient, opts: Pr
       addressId: rcpt.addressId,
       recipient: rcpt.recipient,
       email: judged.email,
-      verdicts: { ...judged.auth, spam: judged.spam.verdict },
+      verdicts: { ...judged.auth, spam: judged.spam.verdict, virus: judged.virus.verdict },
       rules: rcpt.rules,
     },
     { failed: Boolean(opts.failed), logger: deps.logger, spoolRecipientId: rcpt.id },
@@ -126,7 +126,7 @@ function storeInput(
   // Kept (accepted mail is never lost) but, as for an email stored just before the deletion, without
   // the deleted domain/address and without deliveries to what they routed to.
   const orphaned = !rcpt.domainExists || (rcpt.addressId !== null && !rcpt.address);
-  const { auth, spam } = judged;
+  const { auth, spam, virus } = judged;
   return {
     row: {
       accountId: rcpt.accountId,
@@ -139,6 +139,11 @@ function storeInput(
       spfVerdict: auth.spf,
       dkimVerdict: auth.dkim,
       dmarcVerdict: auth.dmarc,
+      virusVerdict: virus.verdict,
+      virusSignature: virus.signature,
+      arcVerdict: auth.arc,
+      dmarcOverridden: auth.dmarcOverridden,
+      verdictReasons: { virus: virus.reason, ...auth.reasons },
       shieldRuleId: decision.ruleId,
       shieldAction: decision.ruleAction,
       contentHash: judged.contentHash,

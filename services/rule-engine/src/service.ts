@@ -1,7 +1,9 @@
 import { poolOf } from "@mailroom/db";
+import type { Logger } from "@mailroom/log";
 import {
   type BootDeps,
   bootWorker,
+  type Registry,
   type RunningService,
   serviceStarted,
   type WorkerBoot,
@@ -14,6 +16,7 @@ import { createParser } from "./parse.ts";
 import { createDnsResolve } from "./resolver.ts";
 import { createRspamdScanner } from "./spam.ts";
 import type { DnsResolve } from "./verdicts.ts";
+import { createClamdScanner, unconfiguredVirusScanner, type VirusScanner } from "./virus.ts";
 import { startRuleEngine } from "./worker.ts";
 
 /** What a test (the in-process stack) hands in instead of what the rule engine would make from its env. */
@@ -59,6 +62,8 @@ export async function startRuleEngineService(
     lockDurationMs: env.RULE_ENGINE_LOCK_MS,
     parser,
     ...spamScanner(env),
+    virus: virusScanner(env, logger, obs.registry),
+    trustedArcSealers: env.ARC_TRUSTED_SEALERS,
     resolver: deps.resolver ?? dnsResolve(env),
     mtaHostname: env.SMTP_HOSTNAME,
     events: createEventPublisher(producerRedis, env.REDIS_PREFIX, logPublishFailure(logger)),
@@ -77,6 +82,15 @@ function spamScanner(env: RuleEngineEnv) {
   if (!env.RSPAMD_URL) return {};
   const password = env.RSPAMD_PASSWORD ? { password: env.RSPAMD_PASSWORD } : {};
   return { spam: createRspamdScanner({ url: env.RSPAMD_URL, ...password }) };
+}
+
+/** CLAMD_URL set: every message is scanned by that clamd; unset: GRAY "not configured", counted. */
+function virusScanner(env: RuleEngineEnv, logger: Logger, registry: Registry): VirusScanner {
+  if (!env.CLAMD_URL) {
+    logger.info("CLAMD_URL is not set: virus verdicts are GRAY");
+    return unconfiguredVirusScanner(registry);
+  }
+  return createClamdScanner({ address: env.CLAMD_URL, timeoutMs: env.CLAMD_TIMEOUT_MS, logger, registry });
 }
 
 /** The caching resolver behind SPF/DKIM/DMARC, on DNS_SERVERS (default: the system's). */

@@ -20,7 +20,7 @@ export type ShieldInput = {
   addressId: string | null;
   recipient: string;
   email: ParsedEmail;
-  verdicts: AuthVerdicts & { spam: string };
+  verdicts: AuthVerdicts & { spam: string; virus: string };
   /** The account's enabled rules in priority order, read by the load step; absent: the shield reads them. */
   rules?: readonly RuleForEval[];
 };
@@ -48,6 +48,10 @@ export function messageFacts(input: ShieldInput): MessageFacts {
     spamVerdict: verdicts.spam,
     spfVerdict: verdicts.spf,
     dkimVerdict: verdicts.dkim,
+    dmarcVerdict: verdicts.dmarc,
+    arcVerdict: verdicts.arc,
+    virusVerdict: verdicts.virus,
+    dmarcOverridden: verdicts.dmarcOverridden,
   };
 }
 

@@ -22,6 +22,13 @@ export type EmailRow = {
   spfVerdict: string;
   dkimVerdict: string;
   dmarcVerdict: string;
+  virusVerdict: string;
+  /** ClamAV's signature name when virusVerdict is FAIL. */
+  virusSignature: string | null;
+  arcVerdict: string;
+  dmarcOverridden: boolean;
+  /** Why each verdict is what it is, in words (clamd's answer, the ARC chain, the override). */
+  verdictReasons: { virus: string | null; arc: string | null; dmarc: string | null };
   shieldRuleId: string | null;
   shieldAction: string | null;
   contentHash: string;
@@ -75,6 +82,11 @@ const EMAIL_COLUMNS: [column: string, type: string, value: (i: StoreInput) => un
   ["spfVerdict", "text", (i) => i.row.spfVerdict],
   ["dkimVerdict", "text", (i) => i.row.dkimVerdict],
   ["dmarcVerdict", "text", (i) => i.row.dmarcVerdict],
+  ["virusVerdict", "text", (i) => i.row.virusVerdict],
+  ["virusSignature", "text", (i) => i.row.virusSignature],
+  ["arcVerdict", "text", (i) => i.row.arcVerdict],
+  ["dmarcOverridden", "boolean", (i) => i.row.dmarcOverridden],
+  ["verdictReasons", "jsonb", (i) => JSON.stringify(i.row.verdictReasons)],
   ["shieldRuleId", "text", (i) => i.row.shieldRuleId],
   ["shieldAction", "text", (i) => i.row.shieldAction],
   ["contentHash", "text", (i) => i.row.contentHash],

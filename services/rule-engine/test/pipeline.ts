@@ -31,7 +31,7 @@ export const noDns: DnsResolve = async () => {
 /** SMTP ingest and the rule engine, wired as their main.ts files wire them, on a fresh database. */
 export async function startPipeline(
   opts: { engine?: boolean; maxMessageBytes?: number } & Partial<
-    Pick<ProcessDeps, "resolver" | "spam" | "parser">
+    Pick<ProcessDeps, "resolver" | "spam" | "parser" | "virus" | "trustedArcSealers">
   > = {},
 ): Promise<Pipeline> {
   const t = await ingestEnv();
@@ -54,6 +54,8 @@ export async function startPipeline(
           resolver: opts.resolver ?? noDns,
           mtaHostname: "mx.mailroom.test",
           ...(opts.spam ? { spam: opts.spam } : {}),
+          ...(opts.virus ? { virus: opts.virus } : {}),
+          ...(opts.trustedArcSealers ? { trustedArcSealers: opts.trustedArcSealers } : {}),
           parser,
         });
   return {

@@ -790,11 +790,16 @@ export interface components {
             warning: string | null;
         };
         Email: {
+            /** @description the ARC chain (RFC 8617): PASS, FAIL, GRAY when the message carries none; DISABLED on outbound mail */
+            arcVerdict: string;
             attachments: components["schemas"]["Attachment"][];
             ccAddresses: string[];
             /** @enum {string} */
             direction: "inbound" | "outbound";
             dkimVerdict: string;
+            /** @description DMARC failed, but a valid ARC chain whose newest seal is by a sealer the operator trusts (ARC_TRUSTED_SEALERS), and which recorded dmarc=pass, vouched for the message (RFC 8617 local policy); verdictReasons.dmarc says why */
+            dmarcOverridden: boolean;
+            /** @description DMARC as evaluated on arrival; a FAIL stays FAIL when dmarcOverridden is true */
             dmarcVerdict: string;
             fromAddress: string;
             htmlBody: string;
@@ -841,6 +846,19 @@ export interface components {
             /** @description `thr_…` */
             threadId: string;
             toAddresses: string[];
+            /** @description why the virus, ARC and DMARC-override verdicts are what they are; null where there is nothing to say */
+            verdictReasons: {
+                /** @description the ARC chain's result: instance, sealer, what it recorded, or why it failed */
+                arc: string | null;
+                /** @description whether a DMARC failure was overridden by a trusted ARC sealer, and why */
+                dmarc: string | null;
+                /** @description clamd's answer, or why there is none */
+                virus: string | null;
+            };
+            /** @description ClamAV's signature name when virusVerdict is FAIL */
+            virusSignature: string | null;
+            /** @description ClamAV: PASS, FAIL (virusSignature names what was found), GRAY when no scan result (clamd not configured, unreachable, past its deadline, or refusing the message), PROCESSING_FAILED; DISABLED on outbound mail */
+            virusVerdict: string;
         };
         /** @description Body of every `email.received` webhook delivery */
         EmailReceivedEvent: {
@@ -964,7 +982,7 @@ export interface components {
         };
         ShieldCondition: {
             /** @enum {string} */
-            field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "has_attachment";
+            field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "dmarc_verdict" | "arc_verdict" | "virus_verdict" | "has_attachment" | "dmarc_overridden";
             /** @enum {string} */
             operator: "contains" | "not_contains" | "equals" | "starts_with" | "ends_with" | "is_true" | "is_false";
             /** @description omitted for is_true / is_false */
@@ -979,11 +997,14 @@ export interface components {
             /** @description route only */
             endpointIds: string[] | null;
             facts: {
+                arcVerdict: string | null;
                 attachments: {
                     contentType: string | null;
                     filename: string | null;
                 }[];
                 dkimVerdict: string | null;
+                dmarcOverridden: boolean;
+                dmarcVerdict: string | null;
                 from: string;
                 fromDomain: string;
                 hasAttachment: boolean;
@@ -992,6 +1013,7 @@ export interface components {
                 subject: string | null;
                 /** @description envelope recipient + To + Cc */
                 to: string[];
+                virusVerdict: string | null;
             };
             /**
              * @description what would happen to the message
@@ -1036,7 +1058,7 @@ export interface components {
         ShieldRuleTrace: {
             conditions: {
                 /** @enum {string} */
-                field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "has_attachment";
+                field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "dmarc_verdict" | "arc_verdict" | "virus_verdict" | "has_attachment" | "dmarc_overridden";
                 index: number;
                 matched: boolean;
                 /** @enum {string} */
@@ -4158,7 +4180,7 @@ export interface operations {
                     addressId?: string | null;
                     conditions: {
                         /** @enum {string} */
-                        field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "has_attachment";
+                        field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "dmarc_verdict" | "arc_verdict" | "virus_verdict" | "has_attachment" | "dmarc_overridden";
                         /** @enum {string} */
                         operator: "contains" | "not_contains" | "equals" | "starts_with" | "ends_with" | "is_true" | "is_false";
                         value?: string | null;
@@ -4438,7 +4460,7 @@ export interface operations {
                 "application/json": {
                     conditions?: {
                         /** @enum {string} */
-                        field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "has_attachment";
+                        field: "from" | "from_domain" | "to" | "subject" | "body" | "attachment_name" | "attachment_type" | "spam_verdict" | "spf_verdict" | "dkim_verdict" | "dmarc_verdict" | "arc_verdict" | "virus_verdict" | "has_attachment" | "dmarc_overridden";
                         /** @enum {string} */
                         operator: "contains" | "not_contains" | "equals" | "starts_with" | "ends_with" | "is_true" | "is_false";
                         value?: string | null;
@@ -4640,6 +4662,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    arcVerdict?: string | null;
                     attachments?: {
                         contentType?: string | null;
                         filename?: string | null;
@@ -4647,6 +4670,8 @@ export interface operations {
                     body?: string | null;
                     cc?: string | string[];
                     dkimVerdict?: string | null;
+                    dmarcOverridden?: boolean;
+                    dmarcVerdict?: string | null;
                     from?: string;
                     raw?: string;
                     recipient?: string;
@@ -4654,6 +4679,7 @@ export interface operations {
                     spfVerdict?: string | null;
                     subject?: string | null;
                     to?: string | string[];
+                    virusVerdict?: string | null;
                 };
             };
         };

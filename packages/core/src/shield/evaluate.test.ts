@@ -20,6 +20,10 @@ const base: MessageFacts = {
   spamVerdict: null,
   spfVerdict: null,
   dkimVerdict: null,
+  dmarcVerdict: null,
+  arcVerdict: null,
+  virusVerdict: null,
+  dmarcOverridden: false,
 };
 const facts = (over: Partial<MessageFacts> = {}): MessageFacts => ({ ...base, ...over });
 
@@ -74,6 +78,9 @@ const TARGETS: Record<TextField, { value: string; facts: (v: string) => Partial<
   spam_verdict: { value: "PASS", facts: (v) => ({ spamVerdict: v }) },
   spf_verdict: { value: "FAIL", facts: (v) => ({ spfVerdict: v }) },
   dkim_verdict: { value: "GRAY", facts: (v) => ({ dkimVerdict: v }) },
+  dmarc_verdict: { value: "FAIL", facts: (v) => ({ dmarcVerdict: v }) },
+  arc_verdict: { value: "PASS", facts: (v) => ({ arcVerdict: v }) },
+  virus_verdict: { value: "FAIL", facts: (v) => ({ virusVerdict: v }) },
 };
 
 // Needles flip the target's case, so every pair also proves case-insensitivity. Misses are "near":
@@ -97,8 +104,8 @@ function needles(target: string, op: TextOperator): { hit: string; miss: string 
 const matrix = TEXT_FIELDS.flatMap((field) => TEXT_OPERATORS.map((operator) => [field, operator] as const));
 
 describe("every text field × operator", () => {
-  test("the matrix covers 10 fields × 5 operators", () => {
-    expect(matrix).toHaveLength(50);
+  test("the matrix covers 13 fields × 5 operators", () => {
+    expect(matrix).toHaveLength(65);
   });
 
   test.each(matrix)("%s %s: one matching and one non-matching value", (field, operator) => {
@@ -120,6 +127,21 @@ describe("has_attachment", () => {
   ] as const)("%s: matches and does not match", (operator, matching, other) => {
     expect(evaluateCondition(matching, { field: "has_attachment", operator })).toBe(true);
     expect(evaluateCondition(other, { field: "has_attachment", operator })).toBe(false);
+  });
+
+  test.each([
+    ["is_true", true, false],
+    ["is_false", false, true],
+  ] as const)("dmarc_overridden %s", (operator, matchesWhenOverridden, matchesOtherwise) => {
+    const c = { field: "dmarc_overridden", operator } as const;
+    expect(evaluateCondition(facts({ dmarcOverridden: true }), c)).toBe(matchesWhenOverridden);
+    expect(evaluateCondition(facts({ dmarcOverridden: false }), c)).toBe(matchesOtherwise);
+    // Attachments say nothing about DMARC, and the override says nothing about attachments.
+    const withOne = facts({ attachments: [{ filename: "a.pdf", contentType: "application/pdf" }] });
+    expect(evaluateCondition(withOne, c)).toBe(matchesOtherwise);
+    expect(evaluateCondition(facts({ dmarcOverridden: true }), { field: "has_attachment", operator: "is_true" })).toBe(
+      false,
+    );
   });
 
   test("an attachment without a filename or type still counts", () => {
@@ -166,6 +188,9 @@ describe("comparison", () => {
     ["spam_verdict", "spamVerdict"],
     ["spf_verdict", "spfVerdict"],
     ["dkim_verdict", "dkimVerdict"],
+    ["dmarc_verdict", "dmarcVerdict"],
+    ["arc_verdict", "arcVerdict"],
+    ["virus_verdict", "virusVerdict"],
   ] as const)("a null %s compares as the empty string", (field, key) => {
     const f = facts({ [key]: null });
     expect(evaluateCondition(f, { field, operator: "equals", value: "PASS" })).toBe(false);

@@ -3,7 +3,16 @@
  * priority, the first rule whose conditions all match decides. Pure: the rule engine and the dry-run
  * endpoint (POST /shield-rules/test) both call this with facts they gathered themselves.
  */
-import type { Condition, ConditionField, ConditionOperator, RuleAction } from "./schema.ts";
+import {
+  type BooleanCondition,
+  type BooleanField,
+  type Condition,
+  type ConditionField,
+  type ConditionOperator,
+  isBooleanField,
+  type RuleAction,
+  type TextField,
+} from "./fields.ts";
 
 export type MessageFacts = {
   /** Sender address (envelope MAIL FROM or From, the caller's choice). */
@@ -19,6 +28,13 @@ export type MessageFacts = {
   spamVerdict: string | null;
   spfVerdict: string | null;
   dkimVerdict: string | null;
+  /** DMARC as evaluated here; an ARC override leaves it FAIL and sets `dmarcOverridden`. */
+  dmarcVerdict: string | null;
+  arcVerdict: string | null;
+  /** ClamAV's verdict (GRAY when clamd is not configured or did not answer in time). */
+  virusVerdict: string | null;
+  /** A DMARC failure vouched for by a valid ARC chain from a trusted sealer. */
+  dmarcOverridden: boolean;
 };
 
 export type RuleScope = "account" | "domain" | "address";
@@ -80,7 +96,7 @@ export function domainOfAddress(address: string): string {
 const fold = (s: string | null | undefined) => (s ?? "").toLowerCase();
 
 /** The values a text field holds; multi-valued fields hold one per recipient or attachment. */
-function valuesOf(facts: MessageFacts, field: Exclude<ConditionField, "has_attachment">): (string | null)[] {
+function valuesOf(facts: MessageFacts, field: TextField): (string | null)[] {
   switch (field) {
     case "from":
       return [facts.from];
@@ -102,6 +118,24 @@ function valuesOf(facts: MessageFacts, field: Exclude<ConditionField, "has_attac
       return [facts.spfVerdict];
     case "dkim_verdict":
       return [facts.dkimVerdict];
+    case "dmarc_verdict":
+      return [facts.dmarcVerdict];
+    case "arc_verdict":
+      return [facts.arcVerdict];
+    case "virus_verdict":
+      return [facts.virusVerdict];
+  }
+}
+
+const isBooleanCondition = (c: Condition): c is BooleanCondition => isBooleanField(c.field);
+
+/** The value of a yes/no field. */
+function truthOf(facts: MessageFacts, field: BooleanField): boolean {
+  switch (field) {
+    case "has_attachment":
+      return facts.attachments.length > 0;
+    case "dmarc_overridden":
+      return facts.dmarcOverridden;
   }
 }
 
@@ -111,10 +145,10 @@ function valuesOf(facts: MessageFacts, field: Exclude<ConditionField, "has_attac
  * refused (wrong operator for the field, missing value) never matches.
  */
 export function evaluateCondition(facts: MessageFacts, condition: Condition): boolean {
-  if (condition.field === "has_attachment") {
-    const has = facts.attachments.length > 0;
-    if (condition.operator === "is_true") return has;
-    if (condition.operator === "is_false") return !has;
+  if (isBooleanCondition(condition)) {
+    const truth = truthOf(facts, condition.field);
+    if (condition.operator === "is_true") return truth;
+    if (condition.operator === "is_false") return !truth;
     return false;
   }
   const { operator } = condition;

@@ -13,8 +13,16 @@ export const TEXT_FIELDS = [
   "spam_verdict",
   "spf_verdict",
   "dkim_verdict",
+  "dmarc_verdict",
+  "arc_verdict",
+  "virus_verdict",
 ] as const;
-export const BOOLEAN_FIELDS = ["has_attachment"] as const;
+/**
+ * `has_attachment`: the message has at least one attachment. `dmarc_overridden`: DMARC failed here
+ * but a valid ARC chain from a sealer in ARC_TRUSTED_SEALERS vouched for the message (dmarc_verdict
+ * keeps the FAIL).
+ */
+export const BOOLEAN_FIELDS = ["has_attachment", "dmarc_overridden"] as const;
 export const CONDITION_FIELDS = [...TEXT_FIELDS, ...BOOLEAN_FIELDS] as const;
 
 export const TEXT_OPERATORS = ["contains", "not_contains", "equals", "starts_with", "ends_with"] as const;

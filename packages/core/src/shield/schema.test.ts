@@ -52,17 +52,19 @@ describe("every field × operator", () => {
   const matrix = CONDITION_FIELDS.flatMap((field) => CONDITION_OPERATORS.map((operator) => [field, operator] as const));
   const isBoolOp = (op: string) => op === "is_true" || op === "is_false";
 
-  test("the matrix covers 11 fields × 7 operators", () => {
-    expect(matrix).toHaveLength(77);
+  const isBoolField = (f: string) => f === "has_attachment" || f === "dmarc_overridden";
+
+  test("the matrix covers 15 fields × 7 operators", () => {
+    expect(matrix).toHaveLength(105);
   });
 
   test.each(matrix)("%s %s", (field, operator) => {
     const condition = isBoolOp(operator) ? { field, operator } : { field, operator, value: "x" };
     let expected: string | null = null;
-    if (field === "has_attachment" && !isBoolOp(operator)) {
-      expected = `conditions[0].operator: "${operator}" is not valid for has_attachment (use is_true or is_false)`;
-    } else if (field !== "has_attachment" && isBoolOp(operator)) {
-      expected = `conditions[0].operator: "${operator}" is only valid for has_attachment`;
+    if (isBoolField(field) && !isBoolOp(operator)) {
+      expected = `conditions[0].operator: "${operator}" is not valid for ${field} (use is_true or is_false)`;
+    } else if (!isBoolField(field) && isBoolOp(operator)) {
+      expected = `conditions[0].operator: "${operator}" is only valid for has_attachment, dmarc_overridden`;
     }
     expect(withCondition(condition)).toBe(expected);
     if (expected === null) {
@@ -138,7 +140,7 @@ describe("condition field and operator", () => {
 
   test("the path names the failing condition's index", () => {
     expect(create({ conditions: [subject, subject, { field: "body", operator: "is_false" }] })).toBe(
-      `conditions[2].operator: "is_false" is only valid for has_attachment`,
+      `conditions[2].operator: "is_false" is only valid for has_attachment, dmarc_overridden`,
     );
   });
 });
@@ -265,7 +267,7 @@ describe("patchRuleSchema", () => {
     expect(patch({ name: "" })).toBe("name: must not be empty");
     expect(patch({ conditions: [] })).toBe("conditions: must have at least 1 condition");
     expect(patch({ conditions: [{ field: "to", operator: "is_true" }] })).toBe(
-      `conditions[0].operator: "is_true" is only valid for has_attachment`,
+      `conditions[0].operator: "is_true" is only valid for has_attachment, dmarc_overridden`,
     );
     expect(patch({ endpointIds: ["a", "b", "c"] })).toBe(
       "endpointIds: must have at most 2 entries (one webhook and one email destination)",
@@ -289,7 +291,7 @@ describe("formatZodError", () => {
     expect(r.error.issues.length).toBeGreaterThan(3);
     const all = formatZodError(r.error, 10).split("; ");
     expect(all).toContain("name: must not be empty");
-    expect(all).toContain('conditions[0].operator: "is_true" is only valid for has_attachment');
+    expect(all).toContain('conditions[0].operator: "is_true" is only valid for has_attachment, dmarc_overridden');
     expect(all).toContain('conditions[1].operator: "equals" is not valid for has_attachment (use is_true or is_false)');
     const three = formatZodError(r.error).split("; ");
     expect(three).toHaveLength(4);

@@ -6,6 +6,7 @@
 import { z } from "zod";
 
 import {
+  BOOLEAN_FIELDS,
   type BooleanField,
   CONDITION_FIELDS,
   CONDITION_OPERATORS,
@@ -66,9 +67,9 @@ export const conditionSchema = z
     const issue = (path: "operator" | "value", message: string) =>
       ctx.addIssue({ code: "custom", path: [path], message });
     if (isBooleanField(c.field) && isTextOperator(c.operator)) {
-      issue("operator", `${show(c.operator)} is not valid for has_attachment (use is_true or is_false)`);
+      issue("operator", `${show(c.operator)} is not valid for ${c.field} (use is_true or is_false)`);
     } else if (!isBooleanField(c.field) && !isTextOperator(c.operator)) {
-      issue("operator", `${show(c.operator)} is only valid for has_attachment`);
+      issue("operator", `${show(c.operator)} is only valid for ${BOOLEAN_FIELDS.join(", ")}`);
     }
     if (!isTextOperator(c.operator)) {
       if (c.value != null) issue("value", `must be omitted for operator ${show(c.operator)}`);

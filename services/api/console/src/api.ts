@@ -154,6 +154,11 @@ export type Email = EmailSummary & {
   spfVerdict: string;
   dkimVerdict: string;
   dmarcVerdict: string;
+  dmarcOverridden: boolean;
+  arcVerdict: string;
+  virusVerdict: string;
+  virusSignature: string | null;
+  verdictReasons: { virus: string | null; arc: string | null; dmarc: string | null };
   headers?: Record<string, unknown>;
   attachments: { filename: string; contentType: string; size: number; stored: boolean }[];
 };

@@ -80,8 +80,10 @@ export const readTools: ToolDef[] = [
     title: "Get an email",
     description:
       "Get one email by id with everything: sender, recipients, subject, text and HTML bodies, strippedText (the " +
-      "new text of a reply, without quoted history or signature), attachment list, SPF, DKIM and spam verdicts, and " +
-      "`received`: the SMTP client's IP address, HELO name and TLS session (null on outbound mail).",
+      "new text of a reply, without quoted history or signature), attachment list, verdicts (SPF, DKIM, DMARC with " +
+      "dmarcOverridden: a failure vouched for by a trusted ARC sealer; ARC; spam; virus: ClamAV, virusSignature " +
+      "naming what it found; verdictReasons saying why), and `received`: the SMTP client's IP address, HELO name " +
+      "and TLS session (null on outbound mail).",
     input: idInput("email", "em"),
     run: (ctx, accountId, { id }) => getEmail(ctx, accountId, id),
   }),

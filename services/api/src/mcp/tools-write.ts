@@ -20,7 +20,13 @@ const createInboxInput = createAddressSchema.extend({
 
 const conditionInput = z
   .object({
-    field: z.enum(CONDITION_FIELDS).describe("what to test; has_attachment takes is_true / is_false"),
+    field: z
+      .enum(CONDITION_FIELDS)
+      .describe(
+        "what to test; *_verdict fields hold PASS, FAIL, GRAY or PROCESSING_FAILED (virus_verdict: ClamAV, " +
+          "arc_verdict: the ARC chain); has_attachment and dmarc_overridden (a DMARC failure vouched for by a " +
+          "trusted ARC sealer) take is_true / is_false",
+      ),
     operator: z
       .enum(CONDITION_OPERATORS)
       .describe("contains, not_contains, equals, starts_with, ends_with for text fields; is_true / is_false"),

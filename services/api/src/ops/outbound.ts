@@ -260,6 +260,8 @@ async function store(tx: Prisma.TransactionClient, draft: Draft, fingerprint: st
       spfVerdict: "DISABLED",
       dkimVerdict: "DISABLED",
       dmarcVerdict: "DISABLED",
+      arcVerdict: "DISABLED",
+      virusVerdict: "DISABLED",
       contentHash: fingerprint,
       receivedAt: now,
       sendStatus: "queued",

@@ -56,6 +56,10 @@ export const dryRunSchema = z
       spamVerdict: verdict,
       spfVerdict: verdict,
       dkimVerdict: verdict,
+      dmarcVerdict: verdict,
+      arcVerdict: verdict,
+      virusVerdict: verdict,
+      dmarcOverridden: z.boolean({ error: "must be true or false" }).optional(),
     },
     { error: "request body must be a JSON object" },
   )
@@ -95,10 +99,15 @@ async function parseAddressFields(fields: { from?: string; to: string[]; cc: str
 type Message = Omit<MessageFacts, "to"> & { to: string[]; cc: string[] };
 
 async function messageOf(input: z.output<typeof dryRunSchema>): Promise<Message> {
+  // Verdicts are computed on arrival (DNS, rspamd, clamd); the dry run takes them as given.
   const verdicts = {
     spamVerdict: input.spamVerdict ?? null,
     spfVerdict: input.spfVerdict ?? null,
     dkimVerdict: input.dkimVerdict ?? null,
+    dmarcVerdict: input.dmarcVerdict ?? null,
+    arcVerdict: input.arcVerdict ?? null,
+    virusVerdict: input.virusVerdict ?? null,
+    dmarcOverridden: input.dmarcOverridden ?? false,
   };
   if (input.raw !== undefined) {
     const m = await simpleParser(input.raw, { skipTextLinks: true, skipImageLinks: true, skipHtmlToText: false });
@@ -205,6 +214,10 @@ export async function dryRunShieldRules(ctx: OpsContext, accountId: string, body
       spamVerdict: facts.spamVerdict,
       spfVerdict: facts.spfVerdict,
       dkimVerdict: facts.dkimVerdict,
+      dmarcVerdict: facts.dmarcVerdict,
+      arcVerdict: facts.arcVerdict,
+      virusVerdict: facts.virusVerdict,
+      dmarcOverridden: facts.dmarcOverridden,
     },
     trace: result.trace,
   };

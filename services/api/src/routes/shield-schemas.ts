@@ -83,6 +83,10 @@ export const dryRunResultSchema = z
       spamVerdict: z.string().nullable(),
       spfVerdict: z.string().nullable(),
       dkimVerdict: z.string().nullable(),
+      dmarcVerdict: z.string().nullable(),
+      arcVerdict: z.string().nullable(),
+      virusVerdict: z.string().nullable(),
+      dmarcOverridden: z.boolean(),
     }),
     trace: z.array(traceSchema).describe("every rule in evaluation order, with each condition's result"),
   })

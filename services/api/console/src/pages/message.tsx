@@ -12,6 +12,31 @@ const REMOTE_IMAGE =
   /\b(?:src|srcset|background|poster)\s*=\s*["']?\s*(?:https?:)?\/\/|url\(\s*["']?\s*(?:https?:)?\/\//i;
 
 /**
+ * Label, what the badge says, its colour (from the verdict), and why (the tooltip; it can quote the
+ * message, e.g. an ARC sealer's domain, so its reordering characters are shown). A DMARC failure a
+ * trusted ARC sealer vouched for stays FAIL, marked overridden, in amber rather than red.
+ */
+function verdictBadges(e: Email): { k: string; text: string; tone: string; why: string | null }[] {
+  const badge = (k: string, v: string | null, why: string | null = null) => ({
+    k,
+    text: v ?? "—",
+    tone: verdictClass(v),
+    why,
+  });
+  const why = e.verdictReasons ?? { virus: null, arc: null, dmarc: null };
+  const dmarc = badge("DMARC", e.dmarcVerdict, why.dmarc);
+  const virus = badge("Virus", e.virusVerdict, why.virus);
+  return [
+    badge("SPF", e.spfVerdict),
+    badge("DKIM", e.dkimVerdict),
+    e.dmarcOverridden ? { ...dmarc, text: `${e.dmarcVerdict} (overridden by ARC)`, tone: "retrying" } : dmarc,
+    badge("ARC", e.arcVerdict, why.arc),
+    badge("Spam", e.spamVerdict),
+    e.virusSignature ? { ...virus, text: `${e.virusVerdict} (${e.virusSignature})` } : virus,
+  ];
+}
+
+/**
  * The HTML part, sanitized by the server (DOMPurify) and served from its own URL with its own
  * policy: a sandboxed frame (no scripts, no forms, an opaque origin) where the mail's inline and
  * `<style>` CSS apply but nothing loads from the network, unless the reader chooses to load this
@@ -85,16 +110,9 @@ function MessageHead({ e, onClose }: { e: Email; onClose: () => void }) {
         <Untrusted className="mono" text={e.toAddresses.join(", ")} /> · {when(e.receivedAt)}
       </p>
       <p className="badges">
-        {(
-          [
-            ["SPF", e.spfVerdict],
-            ["DKIM", e.dkimVerdict],
-            ["DMARC", e.dmarcVerdict],
-            ["Spam", e.spamVerdict],
-          ] as const
-        ).map(([k, v]) => (
-          <span key={k} className={`badge ${verdictClass(v)}`}>
-            {k} {v ?? "—"}
+        {verdictBadges(e).map((b) => (
+          <span key={b.k} className={`badge ${b.tone}`} title={b.why ? showBidiControls(b.why) : undefined}>
+            {b.k} {b.text}
           </span>
         ))}
         <a className="btn small" href={`/console/api/emails/${e.id}/raw`} download={`${e.id}.eml`}>
