@@ -22,6 +22,7 @@ import { dkimSign } from "mailauth";
 import pg from "pg";
 import { createParser } from "../services/rule-engine/src/parse.ts";
 import { createDnsResolve } from "../services/rule-engine/src/resolver.ts";
+import { unconfiguredVirusScanner } from "../services/rule-engine/src/virus.ts";
 import { startRuleEngine } from "../services/rule-engine/src/worker.ts";
 import { startPipeline } from "../services/rule-engine/test/pipeline.ts";
 import { fmt, footer, header, load, table } from "./lib/report.ts";
@@ -123,6 +124,8 @@ try {
     sweepIntervalMs: 3_600_000,
     resolver: createDnsResolve([dns.server]),
     mtaHostname: "mx.bench.test",
+    // CLAMD_URL unset, as service.ts wires it: a constant GRAY verdict and a counter.
+    virus: unconfiguredVirusScanner(),
   });
   let polls = 0;
   for (;;) {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, expect, test } from "@jest/globals";
 import { parse } from "yaml";
 import {
+  type ComposeService,
   composeServices,
   deployedServices,
   deploymentOf,
@@ -85,6 +86,18 @@ describe("docker-compose.yml", () => {
       expect((svc as { depends_on?: Record<string, unknown> }).depends_on).toHaveProperty("migrate");
     }
     expect(compose["outbound-sender"]?.environment?.SMTP_RELAY_URL).toBeTruthy();
+  });
+
+  test("an optional clamd (profile clamav) the rule engine reaches when CLAMD_URL is set", () => {
+    const clamd = compose.clamd as ComposeService & { profiles?: string[] };
+    expect(clamd?.profiles).toEqual(["clamav"]);
+    expect(clamd?.environment?.CLAMD_CONF_StreamMaxLength).toBe("30M");
+    // Compose's `${NAME:-}`: the shell's value, or empty (off).
+    const fromShell = (name: string) => `$\{${name}:-}`;
+    expect(compose["rule-engine"]?.environment).toMatchObject({
+      CLAMD_URL: fromShell("CLAMD_URL"),
+      ARC_TRUSTED_SEALERS: fromShell("ARC_TRUSTED_SEALERS"),
+    });
   });
 });
 
@@ -249,6 +262,32 @@ describe("Helm chart infra/helm/mailroom", () => {
     expect(rule?.metadata.labels).toMatchObject({ release: "kps", "app.kubernetes.io/instance": "mr" });
     expect(rule?.spec).toEqual(parse(readFileSync(join(root, "infra/prometheus/alerts.yml"), "utf8")));
     expect(rendered.flatMap(schemaProblems)).toEqual([]);
+  });
+
+  test("clamav.enabled adds a clamd Deployment and Service, and points the rule engine at it", () => {
+    expect(objects.filter((o) => component(o) === "clamd")).toEqual([]); // optional, off by default
+    const withClamd = { ...secret, "clamav.enabled": "true" };
+    const rendered = renderChart(withClamd);
+    expect(rendered.flatMap(schemaProblems)).toEqual([]);
+    expect(lintChart(withClamd)).toMatch(/0 chart\(s\) failed/);
+    const clamd = byKind(rendered, "Deployment").find((d) => component(d) === "clamd");
+    const [c] = clamd?.spec.template.spec.containers ?? [];
+    expect(c.env).toContainEqual({ name: "CLAMD_CONF_StreamMaxLength", value: "30M" });
+    expect(c.readinessProbe.tcpSocket).toEqual({ port: "clamd" });
+    expect(c.resources.limits.memory).toBeTruthy();
+    const svc = byKind(rendered, "Service").find((s) => component(s) === "clamd");
+    expect(svc?.spec.ports).toEqual([{ name: "clamd", port: 3310, targetPort: "clamd", protocol: "TCP" }]);
+    const config = byKind(rendered, "ConfigMap")[0];
+    expect((config?.data as Record<string, string> | undefined)?.CLAMD_URL).toBe(`tcp://${svc?.metadata.name}:3310`);
+    // The ConfigMap changed, so every service's pods roll (the checksum covers the rendered ConfigMap).
+    const checksum = (objs: K8sObject[]) =>
+      deploymentOf(objs, "rule-engine")?.spec.template.metadata.annotations["checksum/config"];
+    expect(checksum(rendered)).not.toBe(checksum(objects));
+    // A CLAMD_URL of the operator's own wins.
+    const own = renderChart({ ...withClamd, "config.CLAMD_URL": "tcp://clamd.other:3310" });
+    expect((byKind(own, "ConfigMap")[0]?.data as Record<string, string> | undefined)?.CLAMD_URL).toBe(
+      "tcp://clamd.other:3310",
+    );
   });
 
   test("without a secret reference the chart refuses to render, saying what to set", () => {

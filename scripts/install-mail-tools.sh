@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the mail-path tests use: rspamd (spam verdicts), postfix (relay test)
-# and swaks (SMTP client). Idempotent: installs only what is missing; never starts or configures the
-# system postfix (the relay test runs its own instance from a private config directory).
-# Usage: bash scripts/install-mail-tools.sh [rspamd] [postfix] [swaks]   (default: all three)
+# Installs the Debian packages the mail-path tests use: rspamd (spam verdicts), postfix (relay test),
+# swaks (SMTP client) and clamav-daemon (virus verdicts). Idempotent: installs only what is missing;
+# never starts or configures the system postfix or clamd (the tests run their own instances from
+# private config directories; clamd with a signature database the test writes, so no freshclam).
+# Usage: bash scripts/install-mail-tools.sh [rspamd] [postfix] [swaks] [clamav-daemon]   (default: all four)
 set -euo pipefail
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(rspamd postfix swaks)
+[ ${#want[@]} -eq 0 ] && want=(rspamd postfix swaks clamav-daemon)
 # swaks needs the Perl TLS modules for --tls.
 for p in "${want[@]}"; do [ "$p" = swaks ] && want+=(libnet-ssleay-perl libio-socket-ssl-perl); done
 missing=()

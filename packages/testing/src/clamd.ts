@@ -44,7 +44,10 @@ const CLAMD = "/usr/sbin/clamd";
  * writes: one MD5 signature (.hdb) for EICAR. No freshclam and no network; it starts in about a second.
  */
 export async function startClamd(opts: { streamMaxLength?: string } = {}): Promise<Clamd> {
-  if (!existsSync(CLAMD)) throw new Error(`${CLAMD} is missing: run scripts/setup-test-tools.sh (clamav-daemon)`);
+  if (!existsSync(CLAMD))
+    throw new Error(
+      `${CLAMD} is missing: run scripts/setup-test-tools.sh or bash scripts/install-mail-tools.sh clamav-daemon`,
+    );
   const dir = mkdtempSync(join(tmpdir(), "mailroom-clamd-"));
   const port = await sparePort();
   const socketPath = join(dir, "clamd.sock");
