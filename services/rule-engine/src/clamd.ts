@@ -88,10 +88,22 @@ export function clamdScan(address: ClamdAddress, raw: Uint8Array, timeoutMs: num
     socket.on("error", (err: NodeJS.ErrnoException) => {
       // An answer that came before the error (clamd refusing the rest of a too-long stream) stands.
       if (answer) return settleAnswer(answer.replace(/\0.*$/s, ""), finish);
-      const connecting = socket.connecting || err.code === "ECONNREFUSED" || err.code === "ENOENT";
-      finish(new ClamdError(connecting ? "unavailable" : "error", `clamd: ${err.code ?? err.message}`));
+      finish(socketError(socket, err));
     });
   });
+}
+
+/**
+ * Refused connections are clamd being down. A write that fails once connected means clamd closed
+ * the stream before its end: it answers `INSTREAM size limit exceeded` and closes when a stream
+ * passes its StreamMaxLength, and Node drops that answer when the failed write comes first.
+ */
+function socketError(socket: net.Socket, err: NodeJS.ErrnoException): ClamdError {
+  if (socket.connecting || err.code === "ECONNREFUSED" || err.code === "ENOENT")
+    return new ClamdError("unavailable", `clamd: ${err.code ?? err.message}`);
+  if (err.code === "EPIPE" || err.code === "ECONNRESET")
+    return new ClamdError("refused", `clamd closed the stream before its end (${err.code}; past its StreamMaxLength?)`);
+  return new ClamdError("error", `clamd: ${err.code ?? err.message}`);
 }
 
 function settleAnswer(line: string, finish: (err: ClamdError | null, result?: ClamdAnswer) => void): void {
