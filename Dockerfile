@@ -6,7 +6,13 @@
 #   docker run IMAGE node packages/db/src/migrate-cli.js   the migrations (a Helm hook / compose job)
 #   docker run IMAGE node packages/db/src/wait-schema-cli.js   waits until they ran (an init container)
 #   docker run IMAGE node tools/admin/src/cli.js --help    the admin CLI
-ARG NODE_IMAGE=node:24-slim
+# The base image, pinned to one Node release and one Debian release (the same Node the scripts
+# fetch: scripts/ensure-node.sh), so a rebuild of the same commit gets the same runtime. For a
+# byte-identical base, pin its digest too, from the registry you build against:
+#   docker buildx imagetools inspect node:24.21.0-bookworm-slim --format '{{json .Manifest.Digest}}'
+#   → --build-arg NODE_IMAGE=node:24.21.0-bookworm-slim@sha256:<digest>
+# Bump both together: a new Node here and MAILROOM_NODE_VERSION in ensure-node.sh (a test checks).
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # Build: all dependencies (TypeScript, Prisma's generator), then `scripts/build.mjs` → dist/:
 # compiled JavaScript, each workspace's package.json pointing at it, the SQL migrations.

@@ -68,6 +68,18 @@ test("every deployment starts compiled entry points the build emits (node <file>
   }
 });
 
+test("the Dockerfile's base image is pinned to the Node release the scripts use and a Debian release", () => {
+  const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+  const image = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile)?.[1];
+  const node = /MAILROOM_NODE_VERSION:-(\d+\.\d+\.\d+)/.exec(
+    readFileSync(join(root, "scripts/ensure-node.sh"), "utf8"),
+  )?.[1];
+  expect(image).toBe(`node:${node}-bookworm-slim`);
+  // Both stages build FROM it; nothing else floats.
+  const base = "$" + "{NODE_IMAGE}"; // the Dockerfile's own ARG reference, literally
+  expect(dockerfile.match(/^FROM .*$/gm)).toEqual([`FROM ${base} AS build`, `FROM ${base} AS runtime`]);
+});
+
 describe("docker-compose.yml", () => {
   const compose = composeServices();
   const started = Object.values(compose)
@@ -123,6 +135,29 @@ describe("infra/k8s (kustomize)", () => {
     }
     const smtp = byKind(objects, "Service").find((s) => s.spec.selector.app === "smtp-ingest");
     expect(smtp?.spec).toMatchObject({ type: "LoadBalancer", externalTrafficPolicy: "Local" });
+  });
+
+  test("every pod runs as the chart's: non-root, seccomp RuntimeDefault, no capabilities, read-only root", () => {
+    const values = parse(readFileSync(join(root, "infra/helm/mailroom/values.yaml"), "utf8")) as {
+      podSecurityContext: unknown;
+      containerSecurityContext: unknown;
+    };
+    const pods = objects.filter((o) => o.kind === "Deployment" || o.kind === "Job");
+    expect(pods).toHaveLength(services.length + 1);
+    for (const o of pods) {
+      const pod = o.spec.template.spec;
+      expect([o.metadata.name, pod.securityContext]).toEqual([o.metadata.name, values.podSecurityContext]);
+      for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+        expect([o.metadata.name, c.name, c.securityContext]).toEqual([
+          o.metadata.name,
+          c.name,
+          values.containerSecurityContext,
+        ]);
+      }
+      // A read-only root: Node's temporary files go to an emptyDir.
+      for (const c of pod.containers) expect(c.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
+      expect(pod.volumes).toContainEqual({ name: "tmp", emptyDir: {} });
+    }
   });
 
   test("every service waits for the schema in an init container (nothing orders the migrate Job first)", () => {
