@@ -6,7 +6,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { createTestEnv, sparePort, type TestEnv } from "@mailroom/testing";
+import { HEALTH_PORT_SETTINGS, type HealthService } from "@mailroom/config";
+import { createTestEnv, sparePort, type TestEnv, waitFor } from "@mailroom/testing";
 import { repoServices } from "./services.ts";
 
 const root = resolve(import.meta.dirname, "..");
@@ -174,9 +175,80 @@ describe("a port that cannot be bound", () => {
         ...listenEnv,
         [portVar]: String(port),
       });
-      expect(fatalLine(exit)).toBe(`cannot listen on 127.0.0.1:${port}: the port is already in use (EADDRINUSE)`);
+      expect(fatalLine(exit)).toBe(
+        `cannot listen on 127.0.0.1:${port} (${portVar}): the port is already in use (EADDRINUSE)`,
+      );
       expect(exit.lines.some((l) => /listening/.test(l.msg ?? ""))).toBe(false);
     },
     120_000,
   );
+
+  test("a busy health port: every service exits 1 with one line naming its own setting, or HEALTH_PORT", async () => {
+    const exits = await Promise.all(
+      everyService.map((s) =>
+        runToExit(s, { ...deps(), HEALTH_HOST: "127.0.0.1", [HEALTH_PORT_SETTINGS[s as HealthService]]: String(port) }),
+      ),
+    );
+    exits.forEach((exit, i) => {
+      const setting = HEALTH_PORT_SETTINGS[everyService[i] as HealthService];
+      expect(fatalLine(exit)).toBe(
+        `cannot listen on 127.0.0.1:${port} (${setting}): the port is already in use (EADDRINUSE)`,
+      );
+      expect(exit.lines).toHaveLength(1);
+    });
+    const shared = await runToExit("rule-engine", { ...deps(), HEALTH_HOST: "127.0.0.1", HEALTH_PORT: String(port) });
+    expect(fatalLine(shared)).toBe(
+      `cannot listen on 127.0.0.1:${port} (HEALTH_PORT): the port is already in use (EADDRINUSE)`,
+    );
+  }, 300_000);
+});
+
+describe("npm start (start-all): one environment for six services", () => {
+  test("HEALTH_PORT and a service's own HEALTH_PORT_<SERVICE> set together: all six start, each on its port", async () => {
+    const apiHealth = await sparePort();
+    const child = spawn(process.execPath, ["--import", "tsx", "scripts/start-all.ts"], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH ?? "",
+        ...deps(),
+        LOG_LEVEL: "info",
+        API_PORT: "0",
+        SMTP_PORT: "0",
+        SMTP_RELAY_URL: "smtp://127.0.0.1:2",
+        // A base of 0: every service on an ephemeral port, except the API's, set by its own name.
+        HEALTH_PORT: "0",
+        HEALTH_PORT_API: String(apiHealth),
+        HEALTH_HOST: "127.0.0.1",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    try {
+      await waitFor(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`start-all exited ${child.exitCode}:\n${out}`);
+          return (out.match(/listening on|consuming queue|checking pending/g) ?? []).length >= 6;
+        },
+        { what: "six services started", timeoutMs: 180_000, intervalMs: 250 },
+      );
+      const health = await waitFor(
+        async () =>
+          fetch(`http://127.0.0.1:${apiHealth}/healthz`).then(
+            (r) => r.status === 200,
+            () => false,
+          ),
+        { what: "the API's health port" },
+      );
+      expect(health).toBe(true);
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
+    }
+  }, 240_000);
 });

@@ -1,8 +1,9 @@
 // The image's HEALTHCHECK: GET /healthz on the health port of what this container runs, read from
-// PID 1's command line — one service (its HEALTH_PORT, or that service's default), or every service
-// under start-all. Exit 0 only when each answers 200 within 3 s.
+// PID 1's command line — one service (HEALTH_PORT_<SERVICE>, HEALTH_PORT or its default), or every
+// service under start-all (HEALTH_PORT as a base there: start-all's own rule, sharedHostEnv). Exit 0
+// only when each answers 200 within 3 s.
 import { readFileSync } from "node:fs";
-import { HEALTH_PORTS } from "@mailroom/config";
+import { HEALTH_PORTS, healthPortOf, sharedHostEnv } from "@mailroom/config";
 
 type Service = keyof typeof HEALTH_PORTS;
 
@@ -21,7 +22,7 @@ function servicesOfContainer(): Service[] {
 
 const services = servicesOfContainer();
 const portOf = (s: Service) =>
-  services.length === 1 && process.env.HEALTH_PORT ? Number(process.env.HEALTH_PORT) : HEALTH_PORTS[s];
+  healthPortOf(s, services.length === 1 ? process.env : sharedHostEnv(s, process.env)).port;
 const results = await Promise.all(
   services.map((s) =>
     fetch(`http://127.0.0.1:${portOf(s)}/healthz`, { signal: AbortSignal.timeout(3_000) }).then(

@@ -38,5 +38,13 @@ export const commonEnv = {
 };
 
 export { assertDnsServers, dnsServersEnv, parseDnsServers } from "./dns-servers.ts";
-export { HEALTH_PORTS, healthEnv } from "./health.ts";
+export {
+  HEALTH_PORT_SETTINGS,
+  HEALTH_PORTS,
+  type HealthPortSource,
+  type HealthService,
+  healthEnv,
+  healthPortOf,
+  sharedHostEnv,
+} from "./health.ts";
 export { isRedisUrl, redisUrlEnv } from "./redis-url.ts";

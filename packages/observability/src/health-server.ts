@@ -1,17 +1,26 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { listen } from "@mailroom/runtime";
 import type { Registry } from "prom-client";
 import type { Health } from "./health.ts";
 
 export type HealthServer = { server: Server; port: number; close(): Promise<void> };
 
-export type HealthServerOptions = { registry: Registry; health: Health; port: number; host: string };
+export type HealthServerOptions = {
+  registry: Registry;
+  health: Health;
+  port: number;
+  host: string;
+  /** The setting the port came from, named when it cannot be bound (default HEALTH_PORT). */
+  setting?: string;
+};
 
 /**
  * The small HTTP port every service serves beside its real work: `GET /healthz` (liveness),
  * `GET /readyz` (readiness: dependencies answer and not draining) and `GET /metrics` (Prometheus
  * text format). Resolves once it listens (port 0: an ephemeral port, reported in `port`) and
- * rejects when the port cannot be bound, so a service never runs without its probes.
+ * rejects when the port cannot be bound (a StartupError naming the setting), so a service never
+ * runs without its probes.
  */
 export async function startHealthServer(opts: HealthServerOptions): Promise<HealthServer> {
   const { registry, health } = opts;
@@ -40,13 +49,8 @@ export async function startHealthServer(opts: HealthServerOptions): Promise<Heal
   });
   // Probes and scrapes are short; do not let an idle keep-alive socket hold shutdown open.
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  // A port that cannot be bound is one line naming the address and the setting (a StartupError).
+  await listen(server, opts.port, opts.host, opts.setting ?? "HEALTH_PORT");
   return {
     server,
     port: (server.address() as AddressInfo).port,

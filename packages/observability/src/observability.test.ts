@@ -106,7 +106,14 @@ describe("health and metrics server", () => {
     closers.push(() => new Promise((r) => blocker.close(() => r())));
     await expect(
       startHealthServer({ registry: createRegistry("unit"), health: createHealth(), port, host: "127.0.0.1" }),
-    ).rejects.toMatchObject({ code: "EADDRINUSE" });
+    ).rejects.toThrow(`cannot listen on 127.0.0.1:${port} (HEALTH_PORT): the port is already in use (EADDRINUSE)`);
+    // A service names the setting its port came from.
+    await expect(
+      startObservability("rule-engine", captured().logger, { HEALTH_PORT_RULE_ENGINE: port, HEALTH_HOST: "127.0.0.1" }),
+    ).rejects.toMatchObject({
+      name: "StartupError",
+      message: `cannot listen on 127.0.0.1:${port} (HEALTH_PORT_RULE_ENGINE): the port is already in use (EADDRINUSE)`,
+    });
   });
 });
 

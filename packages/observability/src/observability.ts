@@ -1,3 +1,4 @@
+import { type HealthPortSource, healthPortOf } from "@mailroom/config";
 import type { Logger } from "@mailroom/log";
 import { Gauge, type Registry } from "prom-client";
 import { createDependencyErrorLog, type DependencyErrorLog } from "./dependency-errors.ts";
@@ -16,8 +17,11 @@ export type Observability = {
   close(): Promise<void>;
 };
 
-/** HEALTH_PORT (0: an ephemeral port, named in the log line) and HEALTH_HOST, from the service's env. */
-export type HealthSettings = { HEALTH_PORT: number; HEALTH_HOST: string };
+/**
+ * HEALTH_PORT_<SERVICE>, HEALTH_PORT (0: an ephemeral port, named in the log line) and HEALTH_HOST,
+ * from the service's env (@mailroom/config healthEnv, healthPortOf).
+ */
+export type HealthSettings = HealthPortSource & { HEALTH_HOST: string };
 
 export type ObservabilityOptions = {
   /** Readiness checks known at start; more with `health.addCheck` once their clients exist. */
@@ -38,7 +42,8 @@ export async function startObservability(
   settings: HealthSettings,
   opts: ObservabilityOptions = {},
 ): Promise<Observability> {
-  const { HEALTH_PORT: port, HEALTH_HOST: host } = settings;
+  const { port: wanted, setting } = healthPortOf(service, settings);
+  const host = settings.HEALTH_HOST;
   const registry = createRegistry(service);
   const health = createHealth(opts.checks);
   const errors = createDependencyErrorLog(logger, {
@@ -47,7 +52,7 @@ export async function startObservability(
   });
   installed.set(logger, errors);
   readinessGauge(registry, health);
-  const server = await startHealthServer({ registry, health, port, host });
+  const server = await startHealthServer({ registry, health, port: wanted, host, setting });
   // debug: a service that cannot start says so in one line (item 5); the port is in its settings.
   logger.debug(
     { host, port: server.port },

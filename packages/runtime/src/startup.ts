@@ -157,14 +157,16 @@ const bindReasons: Record<string, string> = {
 
 /**
  * Binds `server` and resolves once it is listening — the only moment a service may say so. A port
- * that cannot be bound rejects with a StartupError naming the address and the reason.
+ * that cannot be bound rejects with a StartupError naming the address, the setting it came from
+ * (`API_PORT`, `HEALTH_PORT_RULE_ENGINE`…) and the reason.
  */
-export function listen(server: Server, port: number, host: string): Promise<void> {
+export function listen(server: Server, port: number, host: string, setting?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       server.off("listening", onListening);
       const reason = (err.code && bindReasons[err.code]) ?? err.message;
-      reject(new StartupError(`cannot listen on ${host}:${port}: ${reason}${err.code ? ` (${err.code})` : ""}`));
+      const where = `${host}:${port}${setting ? ` (${setting})` : ""}`;
+      reject(new StartupError(`cannot listen on ${where}: ${reason}${err.code ? ` (${err.code})` : ""}`));
     };
     const onListening = () => {
       server.off("error", onError);

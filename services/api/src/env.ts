@@ -1,4 +1,4 @@
-import { commonEnv, dnsServersEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, envBoolean, healthEnv, parseEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
@@ -8,7 +8,7 @@ export const DEV_CURSOR_SECRET = "mailroom-dev-cursor-secret";
 export const apiEnvSchema = z.object({
   ...commonEnv,
   NODE_ENV: z.string().default("development"),
-  ...healthEnv(HEALTH_PORTS.api),
+  ...healthEnv("api"),
   ...byteStoreEnv,
   API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   API_HOST: z.string().default("0.0.0.0"),

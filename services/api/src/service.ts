@@ -55,7 +55,7 @@ export async function startApiService(env: ApiEnv, deps: ApiServiceDeps = {}): P
   const mailHtml = createMailSanitizer();
   const app = apiApp(env, { boot, bytes, events, queues, mailHtml, domainDns: deps.domainDns });
   const server = createServer(app);
-  await listen(server, env.API_PORT, env.API_HOST);
+  await listen(server, env.API_PORT, env.API_HOST, "API_PORT");
   const url = `http://${env.API_HOST}:${(server.address() as AddressInfo).port}`;
   logger.info({ host: env.API_HOST, port: env.API_PORT }, `api listening on ${url}`);
   server.on("error", (err) => fatal(logger, err));

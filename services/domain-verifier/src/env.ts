@@ -1,4 +1,4 @@
-import { commonEnv, dnsServersEnv, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, healthEnv, parseEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
@@ -7,7 +7,7 @@ export const verifierEnvSchema = z
     ...commonEnv,
     /** The retention pass deletes the bytes where they are (BYTE_STORE). */
     ...byteStoreEnv,
-    ...healthEnv(HEALTH_PORTS["domain-verifier"]),
+    ...healthEnv("domain-verifier"),
     DNS_SERVERS: dnsServersEnv,
     /** Per-try DNS timeout; a lookup gives up after (tries + 1) × this at the latest. */
     DNS_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),

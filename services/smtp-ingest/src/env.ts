@@ -1,11 +1,11 @@
-import { commonEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, envBoolean, healthEnv, parseEnv } from "@mailroom/config";
 import { z } from "zod";
 import { parseCidr } from "./cidr.ts";
 
 export const ingestEnvSchema = z
   .object({
     ...commonEnv,
-    ...healthEnv(HEALTH_PORTS["smtp-ingest"]),
+    ...healthEnv("smtp-ingest"),
     SMTP_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
     SMTP_HOST: z.string().default("0.0.0.0"),
     /** Name we give in the banner and EHLO. */

@@ -39,7 +39,7 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
   });
   const purgeEveryMs = Math.min(env.SPOOL_STAGING_TTL_MS, 600_000);
   const stagingPurge = startStagingPurge(poolOf(prisma), logger, env.SPOOL_STAGING_TTL_MS, purgeEveryMs);
-  await listen(server.server, env.SMTP_PORT, env.SMTP_HOST);
+  await listen(server.server, env.SMTP_PORT, env.SMTP_HOST, "SMTP_PORT");
   const port = (server.server.address() as AddressInfo).port;
   logger.info({ host: env.SMTP_HOST, port }, `smtp-ingest listening on ${env.SMTP_HOST}:${port}`);
   const closeSmtp = () =>

@@ -1,4 +1,4 @@
-import { commonEnv, dnsServersEnv, envBoolean, HEALTH_PORTS, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, envBoolean, healthEnv, parseEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
@@ -6,7 +6,7 @@ export const dispatcherEnvSchema = z
   .object({
     ...commonEnv,
     ...byteStoreEnv,
-    ...healthEnv(HEALTH_PORTS["webhook-dispatcher"]),
+    ...healthEnv("webhook-dispatcher"),
     /**
      * Jobs in flight in this process. Mostly waiting on Postgres, Redis and endpoints, not CPU; 48 rather
      * than 16 so that a failing or hanging endpoint's jobs take a smaller share (bench/README.md).
