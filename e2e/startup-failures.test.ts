@@ -17,30 +17,34 @@ const redisServices = everyService.filter((s) => s !== "domain-verifier");
 type Line = { level?: number; msg?: string; raw: string };
 type Exit = { code: number | null; lines: Line[] };
 
-/** Runs a service until it exits by itself; every line it printed (stdout and stderr). */
-function runToExit(service: string, env: Record<string, string>): Promise<Exit> {
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", `services/${service}/src/main.ts`], {
+/** A process of this checkout run through tsx, its stdout and stderr collected together. */
+function spawnCollecting(args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], {
     cwd: root,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HEALTH_PORT: "0",
-      LOG_LEVEL: "info",
-      SMTP_RELAY_URL: "smtp://127.0.0.1:2",
-      STARTUP_TIMEOUT_MS: "1500",
-      ...env,
-    },
+    env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  child.stdout?.on("data", (d: Buffer) => {
+  const collect = (d: Buffer) => {
     out += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    out += d.toString();
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  return { child, output: () => out };
+}
+
+/** Runs a service until it exits by itself; every line it printed (stdout and stderr). */
+function runToExit(service: string, env: Record<string, string>): Promise<Exit> {
+  const { child, output } = spawnCollecting([`services/${service}/src/main.ts`], {
+    HEALTH_PORT: "0",
+    LOG_LEVEL: "info",
+    SMTP_RELAY_URL: "smtp://127.0.0.1:2",
+    STARTUP_TIMEOUT_MS: "1500",
+    ...env,
   });
   return new Promise((done) =>
     child.once("close", (code) => {
-      const lines = out
+      const lines = output()
         .split("\n")
         .filter((l) => l.trim())
         .map((raw): Line => {
@@ -206,34 +210,22 @@ describe("a port that cannot be bound", () => {
 describe("npm start (start-all): one environment for six services", () => {
   test("HEALTH_PORT and a service's own HEALTH_PORT_<SERVICE> set together: all six start, each on its port", async () => {
     const apiHealth = await sparePort();
-    const child = spawn(process.execPath, ["--import", "tsx", "scripts/start-all.ts"], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? "",
-        ...deps(),
-        LOG_LEVEL: "info",
-        API_PORT: "0",
-        SMTP_PORT: "0",
-        SMTP_RELAY_URL: "smtp://127.0.0.1:2",
-        // A base of 0: every service on an ephemeral port, except the API's, set by its own name.
-        HEALTH_PORT: "0",
-        HEALTH_PORT_API: String(apiHealth),
-        HEALTH_HOST: "127.0.0.1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr?.on("data", (d: Buffer) => {
-      out += d.toString();
+    const { child, output } = spawnCollecting(["scripts/start-all.ts"], {
+      ...deps(),
+      LOG_LEVEL: "info",
+      API_PORT: "0",
+      SMTP_PORT: "0",
+      SMTP_RELAY_URL: "smtp://127.0.0.1:2",
+      // A base of 0: every service on an ephemeral port, except the API's, set by its own name.
+      HEALTH_PORT: "0",
+      HEALTH_PORT_API: String(apiHealth),
+      HEALTH_HOST: "127.0.0.1",
     });
     try {
       await waitFor(
         async () => {
-          if (child.exitCode !== null) throw new Error(`start-all exited ${child.exitCode}:\n${out}`);
-          return (out.match(/listening on|consuming queue|checking pending/g) ?? []).length >= 6;
+          if (child.exitCode !== null) throw new Error(`start-all exited ${child.exitCode}:\n${output()}`);
+          return (output().match(/listening on|consuming queue|checking pending/g) ?? []).length >= 6;
         },
         { what: "six services started", timeoutMs: 180_000, intervalMs: 250 },
       );
