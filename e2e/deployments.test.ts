@@ -22,7 +22,15 @@ import {
 
 const services = repoServices();
 const secret = { existingSecret: "mailroom-secrets" };
-const withKeda = { ...secret, "keda.enabled": "true", "keda.redis.passwordKey": "REDIS_PASSWORD" };
+const withKeda = { ...secret, "keda.enabled": "true", "keda.prometheus.serverAddress": "http://prometheus:9090" };
+/** KEDA on Redis lists: the dispatcher only (the inbound queue's jobs wait in a sorted set). */
+const withKedaRedis = {
+  ...secret,
+  "keda.enabled": "true",
+  "keda.source": "redis",
+  "keda.redis.passwordKey": "REDIS_PASSWORD",
+  "services.rule-engine.autoscaling.enabled": "false",
+};
 
 const missingFrom = (deployed: string[]) => services.filter((s) => !deployed.includes(s));
 const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
@@ -195,6 +203,7 @@ describe("Helm chart infra/helm/mailroom", () => {
   test("every object validates against the Kubernetes schemas, with and without KEDA", () => {
     expect(objects.flatMap(schemaProblems)).toEqual([]);
     expect(renderChart(withKeda).flatMap(schemaProblems)).toEqual([]);
+    expect(renderChart(withKedaRedis).flatMap(schemaProblems)).toEqual([]);
   });
 
   test("every Deployment has resources, reads the secret by reference, and selects its own pods", () => {
@@ -269,21 +278,60 @@ describe("Helm chart infra/helm/mailroom", () => {
     expect(deploymentOf(objects, "rule-engine")?.spec.replicas).toBe(2);
   });
 
-  test("with KEDA, rule engine and dispatcher scale on their BullMQ wait lists", () => {
-    const rendered = renderChart({ ...withKeda, "config.REDIS_PREFIX": "mr1" });
+  test("with KEDA, rule engine and dispatcher scale on their waiting jobs from Prometheus, on any Redis", () => {
+    const rendered = renderChart(withKeda);
     const scaled = byKind(rendered, "ScaledObject");
-    const lists = Object.fromEntries(scaled.map((s) => [component(s), s.spec.triggers[0].metadata.listName]));
-    expect(lists).toEqual({ "rule-engine": "mr1:inbound:wait", "webhook-dispatcher": "mr1:delivery:wait" });
+    expect(scaled.map(component).sort()).toEqual(["rule-engine", "webhook-dispatcher"]);
     for (const s of scaled) {
-      expect(s.spec.triggers[0].type).toBe("redis");
-      expect(s.spec.triggers[0].authenticationRef.name).toBe("mr-mailroom-redis");
+      const [trigger] = s.spec.triggers;
+      const queue = component(s) === "rule-engine" ? "inbound" : "delivery";
+      expect(trigger).toEqual({
+        type: "prometheus",
+        metadata: {
+          serverAddress: "http://prometheus:9090",
+          // Every service reports every queue: the max over reporters, summed over the waiting states.
+          query: `sum(max by (state) (mailroom_queue_jobs{queue="${queue}",state=~"waiting|prioritized"}))`,
+          threshold: queue === "inbound" ? "100" : "200",
+        },
+      });
       expect(deploymentOf(rendered, component(s) ?? "")?.metadata.name).toBe(s.spec.scaleTargetRef.name);
       expect(deploymentOf(rendered, component(s) ?? "")?.spec.replicas).toBeUndefined();
     }
+    expect(byKind(rendered, "TriggerAuthentication")).toEqual([]);
+    expect(() => renderChart({ ...secret, "keda.enabled": "true" })).toThrow(/needs keda\.prometheus\.serverAddress/);
+  });
+
+  test("with KEDA on Redis, the dispatcher scales on its BullMQ wait list; the inbound queue is refused, saying why", () => {
+    const rendered = renderChart({ ...withKedaRedis, "config.REDIS_PREFIX": "mr1" });
+    const [scaled, ...others] = byKind(rendered, "ScaledObject");
+    expect(others).toEqual([]);
+    expect(component(scaled as K8sObject)).toBe("webhook-dispatcher");
+    expect(scaled?.spec.triggers[0]).toMatchObject({
+      type: "redis",
+      metadata: { address: "redis:6379", listName: "mr1:delivery:wait", listLength: "200" },
+      authenticationRef: { name: "mr-mailroom-redis" },
+    });
     const [auth] = byKind(rendered, "TriggerAuthentication");
     expect(auth?.spec.secretTargetRef).toEqual([
       { parameter: "password", name: "mailroom-secrets", key: "REDIS_PASSWORD" },
     ]);
+    expect(() => renderChart({ ...withKedaRedis, "services.rule-engine.autoscaling.enabled": "true" })).toThrow(
+      /keda\.source=redis cannot scale rule-engine: the inbound queue's jobs wait with priorities/,
+    );
+  });
+
+  test("with KEDA on a Redis Cluster, the trigger is redis-cluster on the queue's hash-tagged key", () => {
+    const rendered = renderChart({
+      ...withKedaRedis,
+      "keda.redis.cluster": "true",
+      "keda.redis.address": "redis-0:6379\\,redis-1:6379",
+    });
+    const [scaled] = byKind(rendered, "ScaledObject");
+    expect(scaled?.spec.triggers[0]).toMatchObject({
+      type: "redis-cluster",
+      metadata: { addresses: "redis-0:6379,redis-1:6379", listName: "mailroom:{delivery}:delivery:wait" },
+    });
+    expect(rendered.flatMap(schemaProblems)).toEqual([]);
   });
 
   test("prometheusRule.enabled renders infra/prometheus/alerts.yml as a PrometheusRule, with the operator's labels", () => {
