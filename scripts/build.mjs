@@ -14,8 +14,12 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const outArg = process.argv.indexOf("--out");
 const out = outArg > 0 && process.argv[outArg + 1] ? resolve(process.argv[outArg + 1]) : join(root, "dist");
 
-/** Workspaces that run in production; the rest (test harness, SDK, Prisma CLI) stay out of dist/. */
-const excluded = new Set(["packages/testing", "packages/client", "tools/prisma-cli"]);
+/**
+ * Workspaces that run in production; the rest (test harness, the in-process test stack, SDK, Prisma
+ * CLI) stay out of dist/. The stack depends on the test harness, which brought testcontainers into
+ * the runtime install.
+ */
+const excluded = new Set(["packages/testing", "packages/stack", "packages/client", "tools/prisma-cli"]);
 const workspaces = ["packages", "services", "tools"]
   .flatMap((dir) => readdirSync(join(root, dir)).map((name) => `${dir}/${name}`))
   .filter((ws) => existsSync(join(root, ws, "package.json")) && !excluded.has(ws))
