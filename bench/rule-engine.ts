@@ -7,17 +7,21 @@
 // together on a pipelined connection count as one round trip), the CPU the bench database's
 // Postgres backends and redis-server spent meanwhile (redis-server is shared: other users of it on
 // the machine count too), and with --profile writes a CPU profile of the drain only and prints
-// where its self time goes by package.
-// Run: npm run -s bench:rule-engine [-- --messages 600 --concurrency 4 --profile]
+// where its self time goes by package. With --trace the engine exports its spans (OpenTelemetry,
+// OTLP/HTTP JSON) to a loopback sink that reads and drops them: what tracing costs when it is on.
+// Run: npm run -s bench:rule-engine [-- --messages 600 --concurrency 4 --profile --trace]
 import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { Session } from "node:inspector/promises";
+import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { poolOf } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { seedAddress, seedDomain, seedEndpoint, startDnsServer } from "@mailroom/testing";
 import globalSetup from "@mailroom/testing/global-setup";
 import globalTeardown from "@mailroom/testing/global-teardown";
+import { startTracing, type TracingSettings } from "@mailroom/tracing";
 import { dkimSign } from "mailauth";
 import pg from "pg";
 import { createParser } from "../services/rule-engine/src/parse.ts";
@@ -34,10 +38,14 @@ const f = flags();
 const messages = f.num("messages", 600);
 const concurrency = f.num("concurrency", 4);
 const profile = f.has("profile");
+const traced = f.has("trace");
 const SENDERS = 10;
 const DOMAIN = "bench-re.example";
 
-header("bench:rule-engine — drain of a spooled backlog", `${messages} messages, concurrency ${concurrency}`);
+header(
+  "bench:rule-engine — drain of a spooled backlog",
+  `${messages} messages, concurrency ${concurrency}${traced ? ", spans exported (--trace)" : ""}`,
+);
 await globalSetup();
 const p = await startPipeline({ engine: false });
 const records: Record<string, { TXT: string[] }> = {};
@@ -112,6 +120,9 @@ try {
   const t0 = performance.now();
   // As main.ts wires it: one parser thread per job the engine runs at once.
   const parser = createParser({ threads: concurrency });
+  const tracing = traced
+    ? await startTracing("rule-engine", traceSettings(await spanSink()), createLogger("bench", "warn"))
+    : undefined;
   const engine = startRuleEngine({
     prisma: p.prisma,
     parser,
@@ -126,6 +137,7 @@ try {
     mtaHostname: "mx.bench.test",
     // CLAMD_URL unset, as service.ts wires it: a constant GRAY verdict and a counter.
     virus: unconfiguredVirusScanner(),
+    ...(tracing ? { tracing } : {}),
   });
   let polls = 0;
   for (;;) {
@@ -143,6 +155,7 @@ try {
   const trips = roundTrips - polls;
   await engine.close();
   await parser.close();
+  await tracing?.shutdown();
   if (profile) {
     const { profile: prof } = await session.post("Profiler.stop");
     const file = `rule-engine-${Date.now()}.cpuprofile`;
@@ -180,6 +193,30 @@ try {
   await p.stop();
   await globalTeardown();
   footer();
+}
+
+/** A loopback OTLP/HTTP endpoint that reads each export and answers 200 without decoding it. */
+async function spanSink(): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** The services' defaults (packages/config tracingEnv), exporting to `endpoint`. */
+function traceSettings(endpoint: string): TracingSettings {
+  return {
+    OTEL_SDK_DISABLED: false,
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_TRACES_SAMPLER: "parentbased_always_on",
+    OTEL_BSP_SCHEDULE_DELAY: 5_000,
+    OTEL_BSP_EXPORT_TIMEOUT: 30_000,
+    OTEL_BSP_MAX_QUEUE_SIZE: 2_048,
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 512,
+  };
 }
 
 type Node = { id: number; callFrame: { url: string; functionName: string }; hitCount?: number };

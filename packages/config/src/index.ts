@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { redisUrlEnv } from "./redis-url.ts";
 
+export { envBoolean } from "./env-boolean.ts";
+
 /**
  * Parses `source` (normally process.env) against a service's env schema. On failure it throws one
  * error whose message names every bad variable, so a misconfigured service dies with one clear line.
@@ -15,13 +17,6 @@ export function parseEnv<S extends z.ZodType>(schema: S, source: NodeJS.ProcessE
 export class EnvError extends Error {
   override name = "EnvError";
 }
-
-/** "true"/"1"/"yes" → true; anything else (or unset) → the default. z.coerce.boolean treats "false" as true. */
-export const envBoolean = (defaultValue: boolean) =>
-  z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v === "" ? defaultValue : /^(1|true|yes|on)$/i.test(v)));
 
 /** Variables every service shares. */
 export const commonEnv = {
@@ -48,3 +43,4 @@ export {
   sharedHostEnv,
 } from "./health.ts";
 export { isRedisUrl, redisUrlEnv } from "./redis-url.ts";
+export { tracingEnv } from "./tracing.ts";

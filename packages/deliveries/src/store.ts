@@ -24,6 +24,8 @@ export type LoadedDelivery = {
   attemptBase: number;
   nextAttemptAt: Date | null;
   createdAt: Date;
+  /** The W3C traceparent of the span that stored the email (the rule engine's); null when untraced. */
+  traceparent: string | null;
   endpoint: {
     type: string;
     url: string;
@@ -47,7 +49,8 @@ export type ClaimedDelivery = LoadedDelivery & {
   busy: boolean;
 };
 
-type Row = Omit<LoadedDelivery, "endpoint" | "email"> & {
+type Row = Omit<LoadedDelivery, "endpoint" | "email" | "traceparent"> & {
+  e_traceparent: string | null;
   ep_type: string;
   ep_url: string;
   ep_headers: unknown;
@@ -79,7 +82,7 @@ const selectLoaded = (from: string, extra = "", where = `WHERE d."id" = $1`) => 
            e."virusSignature" AS "e_virusSignature", e."verdictReasons" AS "e_verdictReasons",
            e."receivedAt" AS "e_receivedAt", e."sanitized" AS "e_sanitized", e."sendStatus" AS "e_sendStatus",
            e."sendAttempts" AS "e_sendAttempts", e."sendLastReply" AS "e_sendLastReply", e."sentAt" AS "e_sentAt",
-           e."recipient" AS "e_recipient", dom."domain" AS "domain",
+           e."recipient" AS "e_recipient", e."traceparent" AS "e_traceparent", dom."domain" AS "domain",
            s."remoteIp" AS "s_remoteIp", s."helo" AS "s_helo", s."tlsProtocol" AS "s_tlsProtocol",
            s."tlsCipher" AS "s_tlsCipher"${extra},
            coalesce((SELECT json_agg(json_build_object('id', a."id", 'inRow', a."content" IS NOT NULL, 'index', a."index", 'filename', a."filename",
@@ -230,6 +233,7 @@ function fromRow(r: Row): LoadedDelivery {
     attemptBase: r.attemptBase,
     nextAttemptAt: r.nextAttemptAt,
     createdAt: r.createdAt,
+    traceparent: r.e_traceparent,
     endpoint: {
       type: r.ep_type,
       url: r.ep_url,

@@ -3,6 +3,7 @@ export * from "./clamd.ts";
 export * from "./dns-server.ts";
 export * from "./env.ts";
 export * from "./mime.ts";
+export * from "./otlp-receiver.ts";
 export * from "./packed.ts";
 export * from "./pg-proxy.ts";
 export * from "./receiver.ts";

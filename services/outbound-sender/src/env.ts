@@ -1,4 +1,4 @@
-import { commonEnv, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, healthEnv, parseEnv, tracingEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
@@ -7,6 +7,7 @@ export const senderEnvSchema = z
     ...commonEnv,
     ...byteStoreEnv,
     ...healthEnv("outbound-sender"),
+    ...tracingEnv,
     /**
      * The relay every outbound message is handed to: `smtp://[user:pass@]host[:port]` (STARTTLS when
      * offered) or `smtps://…` (TLS from the start). Default: an MTA on this machine.

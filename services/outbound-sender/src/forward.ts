@@ -12,6 +12,7 @@ import {
 import type { Logger } from "@mailroom/log";
 import type { EventPublisher } from "@mailroom/queues";
 import { type ByteStore, postgresByteStore } from "@mailroom/storage";
+import { SpanKind, type Tracing } from "@mailroom/tracing";
 import type Mail from "nodemailer/lib/mailer";
 import type { Relay, RelayResult } from "./relay.ts";
 
@@ -31,6 +32,8 @@ export type ForwardDeps = {
   events?: EventPublisher;
   /** Where the original's raw MIME is (BYTE_STORE); absent: its Postgres row. */
   bytes?: ByteStore;
+  /** A span per forward attempt, in the trace of the message (the email row's traceparent); absent: none. */
+  tracing?: Tracing;
 };
 
 export type ForwardOutcome = SettledOutcome | UnclaimedOutcome;
@@ -67,6 +70,25 @@ export async function attemptForward(
   });
   if ("unclaimed" in c) return c.unclaimed;
   const d = c.claimed;
+  const tracing = deps.tracing;
+  if (!tracing?.enabled) return forwardClaimed(deps, store, d);
+  const attributes = {
+    "mailroom.delivery_id": d.id,
+    "mailroom.attempt": d.attemptCount + 1,
+    "mailroom.email_id": d.emailId,
+  };
+  const spanOpts = { parent: d.traceparent ?? null, kind: SpanKind.CLIENT, startTime: at, attributes };
+  return tracing.run("outbound-sender forward", spanOpts, async (span) => {
+    const r = await forwardClaimed(deps, store, d);
+    span.setAttribute("mailroom.outcome", r.outcome);
+    return r;
+  });
+}
+
+/** A claimed forward attempt: handed to the relay, then recorded. */
+async function forwardClaimed(deps: ForwardDeps, store: AttemptStore, d: ClaimedDelivery): Promise<ForwardOutcome> {
+  const now = deps.now ?? (() => new Date());
+  const deliveryId = d.id;
   const startedAt = now();
   const result = await forward(deps, d);
   const finishedAt = now();

@@ -9,6 +9,7 @@ import {
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
+import { startTracing } from "@mailroom/tracing";
 import type { SenderEnv } from "./env.ts";
 import { createRelay } from "./relay.ts";
 import { type OutboundSender, startOutboundSender } from "./worker.ts";
@@ -29,8 +30,11 @@ export async function startSenderService(env: SenderEnv, deps: SenderServiceDeps
   const forwardQueue = redisConnections.queue("forward", producerRedis);
   const relay = createRelay({ url: env.SMTP_RELAY_URL, timeoutMs: env.SMTP_RELAY_TIMEOUT_MS });
   const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
+  // A span per forward attempt when OTEL_EXPORTER_OTLP_ENDPOINT is set (no SDK loaded otherwise).
+  const tracing = await startTracing("outbound-sender", env, logger);
   const sender = startOutboundSender({
     prisma,
+    tracing,
     bytes,
     metrics: createDeliveryMetrics(obs.registry, ["email"]),
     queue,
@@ -54,6 +58,7 @@ export async function startSenderService(env: SenderEnv, deps: SenderServiceDeps
     { name: "relay", close: () => relay.close() },
     { name: "queue", close: () => Promise.all([queue.close(), forwardQueue.close()]) },
     { name: "byte store", close: () => bytes.close() },
+    { name: "tracing", close: () => tracing.shutdown() },
   ]);
   return { ...service, sender };
 }

@@ -3,6 +3,7 @@ import type { Redis, TypedQueue } from "@mailroom/queues";
 import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
 import { startPeriodic } from "@mailroom/runtime";
 import type { ByteStore } from "@mailroom/storage";
+import type { Tracing } from "@mailroom/tracing";
 import { startForwardWorker } from "./forward-worker.ts";
 import { attemptSend, type SenderDeps } from "./send.ts";
 import { sweepOutbound } from "./sweeper.ts";
@@ -27,6 +28,8 @@ export function startOutboundSender(
     metrics?: DeliveryMetrics;
     /** Raw MIME of forwarded originals (forward.ts; BYTE_STORE). */
     bytes?: ByteStore;
+    /** A span per forward attempt (forward.ts); absent: none. */
+    tracing?: Tracing;
   },
 ): OutboundSender {
   const worker = createWorker(

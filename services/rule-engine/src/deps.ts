@@ -6,6 +6,7 @@ import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import type { EventPublisher, TypedQueue } from "@mailroom/queues";
 import { type ByteStore, postgresByteStore } from "@mailroom/storage";
+import type { Tracing } from "@mailroom/tracing";
 import type { ByteBudget } from "./budget.ts";
 import type { Parser } from "./parse.ts";
 import type { Shield } from "./shield.ts";
@@ -38,7 +39,13 @@ export type ProcessDeps = {
   memoryBudget?: ByteBudget;
   /** Where raw MIME and attachment bytes live (BYTE_STORE); absent: in their Postgres rows. */
   bytes?: ByteStore;
+  /** A span per processed recipient with its steps as children (OTEL_* set); absent: none. */
+  tracing?: Tracing;
 };
+
+/** `fn` as a step (a child span) of the recipient's processing span; without tracing just `fn()`. */
+export const traced = <T>(deps: ProcessDeps, name: string, fn: () => Promise<T>): Promise<T> =>
+  deps.tracing ? deps.tracing.step(name, fn) : fn();
 
 /**
  * `failed`: the message used up its processing budget (attempts.ts). It is stored from its raw

@@ -1,4 +1,4 @@
-import { commonEnv, dnsServersEnv, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, healthEnv, parseEnv, tracingEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 import { parseTrustedSealers } from "./arc.ts";
@@ -39,6 +39,7 @@ export const ruleEngineEnvSchema = z
     ...commonEnv,
     ...byteStoreEnv,
     ...healthEnv("rule-engine"),
+    ...tracingEnv,
     RULE_ENGINE_CONCURRENCY: z.coerce.number().int().positive().default(4),
     /** Message bytes processed at once (raw size); bigger messages wait their turn, one too big runs alone. */
     RULE_ENGINE_MEMORY_BYTES: z.coerce

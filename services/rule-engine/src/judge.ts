@@ -5,7 +5,7 @@
  * bytes: a few headers, every verdict PROCESSING_FAILED.
  */
 import { createHash } from "node:crypto";
-import type { ProcessDeps, ProcessOptions } from "./deps.ts";
+import { type ProcessDeps, type ProcessOptions, traced } from "./deps.ts";
 import type { LoadedRecipient } from "./load.ts";
 import { generatedMessageId, type ParsedEmail } from "./parse.ts";
 import { sanitizeForPostgres } from "./sanitize.ts";
@@ -46,14 +46,18 @@ export async function parseAndJudge(
 type Verdicts = Omit<Judged, "sanitized" | "contentHash">;
 
 async function judgeParsed(deps: ProcessDeps, rcpt: LoadedRecipient, raw: Uint8Array): Promise<Verdicts> {
-  const parsed = await deps.parser.parse(raw, fallbackMessageId(deps, rcpt));
+  const parsed = await traced(deps, "parse", () => deps.parser.parse(raw, fallbackMessageId(deps, rcpt)));
   if (!parsed.ok) return unjudged(deps, rcpt, raw, parsed.reason, false);
   const meta = { ip: rcpt.spool.remoteIp, helo: rcpt.spool.helo, mailFrom: rcpt.spool.mailFrom };
   const sealers = deps.trustedArcSealers ? { trustedArcSealers: deps.trustedArcSealers } : {};
   const [auth, spam, virus] = await Promise.all([
-    authVerdicts({ raw, ...meta, mta: deps.mtaHostname, ...sealers }, deps.resolver),
-    scanSpam(deps.spam, deps.logger, raw, { ...meta, recipient: rcpt.recipient, queueId: rcpt.spoolId }),
-    deps.virus ? deps.virus(raw) : VIRUS_NOT_CONFIGURED,
+    traced(deps, "auth", () => authVerdicts({ raw, ...meta, mta: deps.mtaHostname, ...sealers }, deps.resolver)),
+    traced(deps, "spam", () =>
+      scanSpam(deps.spam, deps.logger, raw, { ...meta, recipient: rcpt.recipient, queueId: rcpt.spoolId }),
+    ),
+    deps.virus
+      ? traced(deps, "virus", () => (deps.virus as NonNullable<typeof deps.virus>)(raw))
+      : VIRUS_NOT_CONFIGURED,
   ]);
   if (virus.verdict === "FAIL")
     deps.logger.info({ spoolRecipientId: rcpt.id, signature: virus.signature }, "virus found");

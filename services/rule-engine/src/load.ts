@@ -18,8 +18,18 @@ export type LoadedRecipient = {
   status: string;
   /** Tries counted so far including this one; null when no try was counted (not pending, or not asked). */
   tries: number | null;
-  /** `sha256`: of the bytes the client sent (the stored raw has our Received header in front). */
-  spool: { mailFrom: string; remoteIp: string | null; helo: string | null; sha256: string; receivedAt: Date };
+  /**
+   * `sha256`: of the bytes the client sent (the stored raw has our Received header in front);
+   * `traceparent`: the SMTP transaction's span, which processing hangs under (null: untraced).
+   */
+  spool: {
+    mailFrom: string;
+    remoteIp: string | null;
+    helo: string | null;
+    sha256: string;
+    receivedAt: Date;
+    traceparent: string | null;
+  };
   /** Bytes of the raw message (0 when they are gone). */
   size: number;
   /**
@@ -47,6 +57,7 @@ type Row = Omit<LoadedRecipient, "spool" | "address" | "rules" | "tries" | "size
   helo: string | null;
   sha256: string;
   receivedAt: Date;
+  traceparent: string | null;
   addressFound: boolean;
   localPart: string | null;
   addressEndpointId: string | null;
@@ -60,7 +71,7 @@ const LOAD_SQL = `WITH try AS (
      )
      SELECT r.id, r."spoolId", r."accountId", r."domainId", r."addressId", r.recipient, r.status,
             (SELECT attempts FROM try) AS tries,
-            s."mailFrom", s."remoteIp", s.helo, s.sha256, s."receivedAt", octet_length(s.raw) AS size,
+            s."mailFrom", s."remoteIp", s.helo, s.sha256, s."receivedAt", s.traceparent, octet_length(s.raw) AS size,
             CASE WHEN r.status = 'pending' AND octet_length(s.raw) <= $3 THEN s.raw END AS raw,
             acc.id IS NOT NULL AS "accountExists",
             d.id IS NOT NULL AS "domainExists",
@@ -125,7 +136,14 @@ export async function loadRecipient(
     recipient: r.recipient,
     status: r.status,
     tries: r.tries,
-    spool: { mailFrom: r.mailFrom, remoteIp: r.remoteIp, helo: r.helo, sha256: r.sha256, receivedAt: r.receivedAt },
+    spool: {
+      mailFrom: r.mailFrom,
+      remoteIp: r.remoteIp,
+      helo: r.helo,
+      sha256: r.sha256,
+      receivedAt: r.receivedAt,
+      traceparent: r.traceparent,
+    },
     size: r.size ?? 0,
     raw: r.raw,
     accountExists: r.accountExists,

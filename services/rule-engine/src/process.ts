@@ -11,7 +11,8 @@
  * duplicate instead of a second Email.
  */
 import { poolOf } from "@mailroom/db";
-import { bytesOf, type ProcessDeps, type ProcessOptions, type ProcessResult } from "./deps.ts";
+import { SpanKind } from "@mailroom/tracing";
+import { bytesOf, type ProcessDeps, type ProcessOptions, type ProcessResult, traced } from "./deps.ts";
 import { enqueueDeliveries, finishStoring, resume } from "./finish.ts";
 import { type Judged, parseAndJudge } from "./judge.ts";
 import { defaultEndpointIds, type LoadedRecipient, loadRecipient } from "./load.ts";
@@ -41,6 +42,22 @@ export async function processRecipient(
       ? await loadRecipient(poolOf(deps.prisma), spoolRecipientId, { rawUpTo: RAW_WITH_LOAD_BYTES })
       : loaded;
   if (!rcpt) return { outcome: "skipped", reason: "recipient no longer spooled" };
+  const tracing = deps.tracing;
+  if (!tracing?.enabled) return processAndArchive(deps, rcpt, opts);
+  // One span per try of this recipient, under the SMTP transaction's (its traceparent is on the
+  // spool row, so a job rebuilt by the sweeper joins the same trace); each step is a child.
+  const attributes = { "mailroom.spool_recipient_id": rcpt.id, "mailroom.spool_id": rcpt.spoolId };
+  const parent = rcpt.spool.traceparent ?? null;
+  return tracing.run("rule-engine process", { parent, kind: SpanKind.CONSUMER, attributes }, async (span) => {
+    const result = await processAndArchive(deps, rcpt, opts);
+    span.setAttribute("mailroom.outcome", result.outcome);
+    if (result.outcome === "stored" || result.outcome === "duplicate")
+      span.setAttribute("mailroom.email_id", result.emailId);
+    return result;
+  });
+}
+
+async function processAndArchive(deps: ProcessDeps, rcpt: LoadedRecipient, opts: ProcessOptions) {
   const result = await processLoaded(deps, rcpt, opts);
   await archiveRaw(deps, rcpt);
   return result;
@@ -77,21 +94,25 @@ async function processPending(deps: ProcessDeps, rcpt: LoadedRecipient, opts: Pr
   const raw = rcpt.raw ?? (await bytesOf(deps).readRaw(rcpt.spoolId, { shared: true }));
   if (!raw) return { outcome: "skipped", reason: "raw message no longer spooled" };
   const judged = await parseAndJudge(deps, rcpt, raw, opts);
-  const decision = await decide(
-    deps.shield,
-    {
-      accountId: rcpt.accountId,
-      domainId: rcpt.domainId,
-      addressId: rcpt.addressId,
-      recipient: rcpt.recipient,
-      email: judged.email,
-      verdicts: { ...judged.auth, spam: judged.spam.verdict, virus: judged.virus.verdict },
-      rules: rcpt.rules,
-    },
-    { failed: Boolean(opts.failed), logger: deps.logger, spoolRecipientId: rcpt.id },
+  const decision = await traced(deps, "rules", () =>
+    decide(
+      deps.shield,
+      {
+        accountId: rcpt.accountId,
+        domainId: rcpt.domainId,
+        addressId: rcpt.addressId,
+        recipient: rcpt.recipient,
+        email: judged.email,
+        verdicts: { ...judged.auth, spam: judged.spam.verdict, virus: judged.virus.verdict },
+        rules: rcpt.rules,
+      },
+      { failed: Boolean(opts.failed), logger: deps.logger, spoolRecipientId: rcpt.id },
+    ),
   );
   if (decision.action === "block") return recordBlocked(deps, rcpt, judged, decision);
-  const stored = await storeEmail(poolOf(deps.prisma), storeInput(rcpt, judged, decision));
+  // The processing span, which each delivery attempt's span hangs under.
+  const input = storeInput(rcpt, judged, decision, deps.tracing?.traceparent() ?? null);
+  const stored = await traced(deps, "store", () => storeEmail(poolOf(deps.prisma), input));
   return afterStore(deps, rcpt, judged, stored);
 }
 
@@ -102,16 +123,18 @@ async function recordBlocked(
   decision: Extract<ShieldOutcome, { action: "block" }>,
 ): Promise<ProcessResult> {
   const pool = poolOf(deps.prisma);
-  const blocked = await recordBlock(pool, {
-    spoolRecipientId: rcpt.id,
-    accountId: rcpt.accountId,
-    ruleId: decision.ruleId,
-    ruleName: decision.ruleName,
-    sender: email.fromAddress || rcpt.spool.mailFrom,
-    recipient: rcpt.recipient,
-    subject: email.subject,
-    receivedAt: rcpt.spool.receivedAt,
-  });
+  const blocked = await traced(deps, "store", () =>
+    recordBlock(pool, {
+      spoolRecipientId: rcpt.id,
+      accountId: rcpt.accountId,
+      ruleId: decision.ruleId,
+      ruleName: decision.ruleName,
+      sender: email.fromAddress || rcpt.spool.mailFrom,
+      recipient: rcpt.recipient,
+      subject: email.subject,
+      receivedAt: rcpt.spool.receivedAt,
+    }),
+  );
   if (!blocked) return { outcome: "skipped", reason: "processed concurrently" };
   await purgeSpoolIfUnused(pool, rcpt.spoolId);
   return { outcome: "blocked", ruleId: decision.ruleId };
@@ -122,6 +145,7 @@ function storeInput(
   rcpt: LoadedRecipient,
   judged: Judged,
   decision: Extract<ShieldOutcome, { action: "deliver" }>,
+  traceparent: string | null,
 ): StoreInput {
   // Kept (accepted mail is never lost) but, as for an email stored just before the deletion, without
   // the deleted domain/address and without deliveries to what they routed to.
@@ -151,6 +175,7 @@ function storeInput(
       spoolId: rcpt.spoolId,
       spoolRecipientId: rcpt.id,
       receivedAt: rcpt.spool.receivedAt,
+      traceparent,
     },
     email: judged.email,
     endpointIds: orphaned ? [] : (decision.endpointIds ?? defaultEndpointIds(rcpt)),
@@ -172,10 +197,12 @@ async function afterStore(
     return { outcome: "duplicate", emailId: stored.emailId };
   }
   const { emailId, deliveryIds, deliveries } = stored;
-  if (judged.email.attachments.length) await finishStoring(deps, rcpt.id, emailId, judged.email.attachments);
+  if (judged.email.attachments.length) {
+    await traced(deps, "attachments", () => finishStoring(deps, rcpt.id, emailId, judged.email.attachments));
+  }
   // Committed, bytes included: now waiters (wait_for_email, GET /events) may read it.
   await deps.events?.({ type: "email.received", accountId: rcpt.accountId, emailId });
-  await enqueueDeliveries(deps, deliveries);
+  await traced(deps, "deliveries", () => enqueueDeliveries(deps, deliveries));
   deps.logger.info({ emailId, deliveries: deliveryIds.length }, "email stored");
   return { outcome: "stored", emailId, deliveryIds, parsed: judged.parsed };
 }

@@ -10,6 +10,7 @@ import {
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
+import { startTracing } from "@mailroom/tracing";
 import type { RuleEngineEnv } from "./env.ts";
 import { createRuleEngineMetrics } from "./metrics.ts";
 import { createParser } from "./parse.ts";
@@ -43,7 +44,10 @@ export async function startRuleEngineService(
   // The parser (a pool of worker threads) is made here, once, and closed after the worker.
   const parser = createParser({ threads: env.RULE_ENGINE_CONCURRENCY, timeoutMs: env.PARSE_TIMEOUT_MS });
   const bytes = createByteStore(byteStoreConfig(env), poolOf(prisma));
+  // A span per processed recipient when OTEL_EXPORTER_OTLP_ENDPOINT is set (no SDK loaded otherwise).
+  const tracing = await startTracing("rule-engine", env, logger);
   const engine = startRuleEngine({
+    tracing,
     prisma,
     bytes,
     metrics: createRuleEngineMetrics(obs.registry),
@@ -74,6 +78,7 @@ export async function startRuleEngineService(
     { name: "parser", close: () => parser.close() },
     { name: "queues", close: () => Promise.all([inboundQueue.close(), deliveryQueue.close(), forwardQueue.close()]) },
     { name: "byte store", close: () => bytes.close() },
+    { name: "tracing", close: () => tracing.shutdown() },
   ]);
 }
 

@@ -36,6 +36,8 @@ export type EmailRow = {
   spoolId: string;
   spoolRecipientId: string;
   receivedAt: Date;
+  /** The processing span's W3C traceparent (delivery attempts join its trace); null without tracing. */
+  traceparent: string | null;
 };
 
 export type StoreInput = {
@@ -93,6 +95,7 @@ const EMAIL_COLUMNS: [column: string, type: string, value: (i: StoreInput) => un
   ["spoolId", "text", (i) => i.row.spoolId],
   ["spoolRecipientId", "text", (i) => i.row.spoolRecipientId],
   ["receivedAt", "timestamptz", (i) => i.row.receivedAt],
+  ["traceparent", "text", (i) => i.row.traceparent],
 ];
 
 // Fixed parameters $1–$14 (see storeEmail), then one per email column.

@@ -167,6 +167,7 @@ describe("statements per email", () => {
         spoolId: rcpt.spoolId,
         spoolRecipientId: rcptId,
         receivedAt: rcpt.spool.receivedAt,
+        traceparent: null,
       },
       email: {
         messageId: "<rolled-back@client.example>",

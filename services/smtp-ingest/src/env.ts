@@ -1,4 +1,4 @@
-import { commonEnv, envBoolean, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, envBoolean, healthEnv, parseEnv, tracingEnv } from "@mailroom/config";
 import { z } from "zod";
 import { parseCidr } from "./cidr.ts";
 
@@ -6,6 +6,7 @@ export const ingestEnvSchema = z
   .object({
     ...commonEnv,
     ...healthEnv("smtp-ingest"),
+    ...tracingEnv,
     SMTP_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
     SMTP_HOST: z.string().default("0.0.0.0"),
     /** Name we give in the banner and EHLO. */

@@ -3,6 +3,7 @@ import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors, Registry } from "@mailroom/observability";
 import { accountVolume, type TypedQueue } from "@mailroom/queues";
+import { noTracing, recordFailure, type Tracing } from "@mailroom/tracing";
 import {
   SMTPServer,
   type SMTPServerAddress,
@@ -21,6 +22,7 @@ import { type Lookup, lookupInBatches } from "./rcpt-lookup.ts";
 import { type DataOptions, defaultDataOptions, type ReceivedBody, receiveData } from "./receive.ts";
 import { receivedHeader, type TlsInfo } from "./received-header.ts";
 import { decideRecipient, type Route } from "./recipients.ts";
+import { type TransactionTraces, transactionTraces } from "./transaction-trace.ts";
 import { OverAllotment } from "./usage.ts";
 
 export type IngestOptions = {
@@ -49,6 +51,8 @@ export type IngestOptions = {
   acceptBatch?: BatchLimits;
   /** Where the SMTP metrics go (metrics.ts; served on HEALTH_PORT); absent: a private registry. */
   registry?: Registry;
+  /** A span per mail transaction (transaction-trace.ts); absent: none. */
+  tracing?: Tracing;
 };
 
 export type IngestServer = SMTPServer & { shuttingDown: () => void };
@@ -70,6 +74,8 @@ type Ingest = {
   metrics?: IngestMetrics;
   /** The TLS session of each session that did STARTTLS (for the Received header and the spool row). */
   tls: WeakMap<SMTPServerSession, TlsInfo>;
+  /** Spans of the open transactions; undefined when tracing is off. */
+  traces?: TransactionTraces;
 };
 
 /**
@@ -99,6 +105,7 @@ export function createIngestServer(opts: IngestOptions): IngestServer {
     ),
     closing: false,
     tls: new WeakMap(),
+    traces: transactionTraces(opts.tracing ?? noTracing),
   };
   const server = new SMTPServer({ ...serverOptions(opts), ...sessionHandlers(ingest) });
 
@@ -154,6 +161,7 @@ function sessionHandlers(ingest: Ingest): Partial<SMTPServerOptions> {
     },
     onClose(session) {
       ingest.guard?.closed(session);
+      ingest.traces?.abandon(session);
     },
     onSecure(socket, session, cb) {
       // The negotiated protocol is the socket's (getCipher().version is the cipher's minimum).
@@ -166,13 +174,19 @@ function sessionHandlers(ingest: Ingest): Partial<SMTPServerOptions> {
       const bad = unknownParameter("MAIL", address.args);
       if (bad) return cb(bad);
       ingest.guard?.mailAccepted(session);
+      ingest.traces?.begin(session);
       cb();
     },
-    onRcptTo(address, _session, cb) {
+    onRcptTo(address, session, cb) {
       if (ingest.closing) return cb(shuttingDown());
       const bad = unknownParameter("RCPT", address.args);
       if (bad) return cb(bad);
-      routeRecipient(ingest, address, cb);
+      const span = ingest.traces?.child(session, "smtp rcpt");
+      routeRecipient(ingest, address, (err) => {
+        span?.setAttribute("smtp.reply_code", err ? ((err as { responseCode?: number }).responseCode ?? 451) : 250);
+        span?.end();
+        cb(err);
+      });
     },
     onData(stream, session, cb) {
       receiveMessage(ingest, stream, session, cb);
@@ -218,22 +232,45 @@ function receiveMessage(
   stream.once("end", () => {
     endOfData = performance.now();
   });
+  const reply = tracedReply(ingest, session, cb);
+  const dataSpan = ingest.traces?.child(session, "smtp data");
   receiveData(stream, { db: poolOf(prisma), maxBytes: maxMessageBytes, ...ingest.data }).then(
     (got) => {
+      dataSpan?.end();
       if (got.kind === "too-big") {
-        return cb(smtpError(552, "5.3.4", `Message too big for system (limit ${maxMessageBytes} bytes)`));
+        return reply(smtpError(552, "5.3.4", `Message too big for system (limit ${maxMessageBytes} bytes)`));
       }
       const accepted = got.kind === "ok" ? accept(ingest, session, got.body) : Promise.reject(got.error);
       accepted.then(
         (spoolId) => {
           ingest.metrics?.acceptLatency((performance.now() - endOfData) / 1000);
-          cb(null, `2.0.0 Ok: queued as ${spoolId}`);
+          reply(null, `2.0.0 Ok: queued as ${spoolId}`);
         },
-        (err) => cb(refusal(ingest.opts.logger, err)),
+        (err) => reply(refusal(ingest.opts.logger, err)),
       );
     },
-    (err: Error) => cb(err), // the client went away mid-DATA; its slices are already deleted
+    (err: Error) => {
+      if (dataSpan) recordFailure(dataSpan, err);
+      dataSpan?.end();
+      reply(err); // the client went away mid-DATA; its slices are already deleted
+    },
   );
+}
+
+/** The DATA callback, ending the transaction's span with the reply's code (tracing on only). */
+function tracedReply(
+  ingest: Ingest,
+  session: SMTPServerSession,
+  cb: (err?: Error | null, message?: string) => void,
+): (err?: Error | null, message?: string) => void {
+  const traces = ingest.traces;
+  if (!traces) return cb;
+  return (err, message) => {
+    const code = err ? ((err as { responseCode?: number }).responseCode ?? 451) : 250;
+    const spoolId = message ? /queued as (\S+)/.exec(message)?.[1] : undefined;
+    traces.end(session, { code, ...(spoolId ? { spoolId } : {}), ...(err ? { error: err.message } : {}) });
+    cb(err, message);
+  };
 }
 
 /** The reply to a message that could not be made durable. */
@@ -254,6 +291,11 @@ async function accept(ingest: Ingest, session: SMTPServerSession, body: Received
   const tls = ingest.tls.get(session) ?? null;
   const remoteIp = session.remoteAddress || null;
   const helo = session.hostNameAppearsAs || null;
+  const span = ingest.traces?.child(session, "spool commit", {
+    "mailroom.spool_id": body.spoolId,
+    "messaging.message.body.size": body.size,
+    "smtp.recipients": routes.length,
+  });
   try {
     const spoolId = await ingest.spool.accept({
       body,
@@ -274,11 +316,16 @@ async function accept(ingest: Ingest, session: SMTPServerSession, body: Received
       helo,
       tls,
       routes,
+      traceparent: ingest.traces?.traceparent(session) ?? null,
     });
     ingest.opts.logger.info({ spoolId, bytes: body.size, recipients: routes.length }, "message accepted");
     ingest.metrics?.accepted(body.size);
     return spoolId;
+  } catch (err) {
+    if (span) recordFailure(span, err);
+    throw err;
   } finally {
+    span?.end();
     body.release();
   }
 }

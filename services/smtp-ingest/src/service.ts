@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { poolOf } from "@mailroom/db";
 import { type BootDeps, bootProducer, type RunningService, serviceStarted } from "@mailroom/observability";
 import { listen } from "@mailroom/runtime";
+import { startTracing } from "@mailroom/tracing";
 import { defaultBatchLimits } from "./accept-batch.ts";
 import { DataBudget } from "./data-budget.ts";
 import type { IngestEnv } from "./env.ts";
@@ -29,12 +30,15 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
   const boot = deps.boot ?? (await bootProducer("smtp-ingest", env, { poolSize: env.DATABASE_POOL_SIZE }));
   const { logger, prisma, obs } = boot;
   const queue = boot.redisConnections.queue("inbound", boot.producerRedis);
+  // A span per mail transaction when OTEL_EXPORTER_OTLP_ENDPOINT is set (no SDK loaded otherwise).
+  const tracing = await startTracing("smtp-ingest", env, logger);
   const server = createIngestServer({
     ...ingestOptions(env),
     prisma,
     registry: obs.registry,
     queue,
     logger,
+    tracing,
     ...deps.server,
   });
   const purgeEveryMs = Math.min(env.SPOOL_STAGING_TTL_MS, 600_000);
@@ -52,6 +56,7 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
   const service = serviceStarted(boot, deps.boot, [
     { name: "smtp", close: closeSmtp },
     { name: "queue", close: () => queue.close() },
+    { name: "tracing", close: () => tracing.shutdown() },
   ]);
   return { ...service, server, port };
 }

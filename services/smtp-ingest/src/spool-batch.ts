@@ -62,20 +62,21 @@ export async function spoolTogether(db: Queryable, inputs: SpoolInput[], now = n
   };
 }
 
-/** $1–$5 the claims (usage.ts), $6 the time, $7–$18 the messages, $19–$24 the recipients. */
+/** $1–$5 the claims (usage.ts), $6 the time, $7–$19 the messages, $20–$25 the recipients. */
 const ACCEPT_TOGETHER = `
   WITH ${CLAIM_FREE_SHARDS},
   m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
         SELECT v.id, v."mailFrom", v."remoteIp", v.helo, v."tlsProtocol", v."tlsCipher", v.size, v.sha256,
-               substring($18::bytea FROM v.off + 1 FOR v.len), $6
+               v.traceparent, substring($19::bytea FROM v.off + 1 FOR v.len), $6
           FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
-                      $14::int[], $15::text[], $16::int[], $17::int[])
-            AS v(id, "accountId", "mailFrom", "remoteIp", helo, "tlsProtocol", "tlsCipher", size, sha256, off, len)
+                      $14::int[], $15::text[], $16::text[], $17::int[], $18::int[])
+            AS v(id, "accountId", "mailFrom", "remoteIp", helo, "tlsProtocol", "tlsCipher", size, sha256,
+                 traceparent, off, len)
          WHERE v."accountId" IN (SELECT "accountId" FROM claimed)
         RETURNING id),
   r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
         SELECT v.id, v."spoolId", v."accountId", v."domainId", v."addressId", v.recipient, $6
-          FROM unnest($19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[])
+          FROM unnest($20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[])
             AS v(id, "spoolId", "accountId", "domainId", "addressId", recipient)
          WHERE v."spoolId" IN (SELECT id FROM m))
   SELECT "accountId", shard FROM claimed`;
@@ -102,6 +103,7 @@ function messageArrays(inputs: SpoolInput[]): unknown[] {
     inputs.map((i) => i.tls?.cipher ?? null),
     inputs.map((i) => i.body.size),
     inputs.map((i) => i.body.sha256),
+    inputs.map((i) => i.traceparent),
     offsets,
     lengths,
     Buffer.concat(

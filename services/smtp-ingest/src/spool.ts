@@ -25,6 +25,8 @@ export type SpoolInput = {
   helo: string | null;
   tls: TlsInfo | null;
   routes: Route[];
+  /** W3C traceparent of the transaction's span (transaction-trace.ts), null when tracing is off. */
+  traceparent: string | null;
 };
 
 export type Recipient = Route & { id: string };
@@ -127,7 +129,7 @@ export function usageRequests(recipients: Recipient[], month: string): ClaimRequ
   return [...byAccount.values()].sort((a, b) => (a.accountId < b.accountId ? -1 : 1));
 }
 
-export const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, "tlsProtocol", "tlsCipher", size, sha256, raw, "receivedAt"`;
+export const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, "tlsProtocol", "tlsCipher", size, sha256, traceparent, raw, "receivedAt"`;
 
 /** Recipient rows from arrays (one statement for any number); `$1` is the spool id, `$2` the time. */
 const RECIPIENTS_FROM_ARRAYS = `
@@ -155,17 +157,18 @@ const messageHead = (input: SpoolInput) => {
     tls?.cipher ?? null,
     body.size,
     body.sha256,
+    input.traceparent,
   ];
 };
 
 /** A message held in memory as stored: our Received header, then the client's bytes. */
 export const storedBytes = (input: SpoolInput): Buffer => Buffer.concat([input.received, input.body.tail]);
 
-/** Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$20 the rest. */
+/** Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$21 the rest. */
 const ACCEPT_IN_ONE_STATEMENT = `
   WITH c AS (${CLAIM_FREE_SHARD}),
   m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
-        SELECT $6, $13, $14, $15, $16, $17, $18, $19, $20, $7 FROM c RETURNING id),
+        SELECT $6, $13, $14, $15, $16, $17, $18, $19, $20, $21, $7 FROM c RETURNING id),
   r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
         SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7
           FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
@@ -222,17 +225,17 @@ function acceptInTransaction(
     for (const req of requests) claims.push(await claim(db, req, tryFreeShards));
     if (body.staged === 0) {
       await db.query(
-        `INSERT INTO spooled_messages (${MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        `INSERT INTO spooled_messages (${MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
         [...messageHead(input), storedBytes(input), now],
       );
     } else {
       // Staged slices are joined inside Postgres, so a big message never exists whole in this process.
       const joined = await db.query<{ n: number }>(
         `INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8,
-                $9::bytea || COALESCE(string_agg(data, ''::bytea ORDER BY seq), ''::bytea) || $10::bytea, $11
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9,
+                $10::bytea || COALESCE(string_agg(data, ''::bytea ORDER BY seq), ''::bytea) || $11::bytea, $12
            FROM spool_chunks WHERE "uploadId" = $1
-         RETURNING octet_length(raw) - octet_length($9::bytea) AS n`,
+         RETURNING octet_length(raw) - octet_length($10::bytea) AS n`,
         [...messageHead(input), input.received, body.tail, now],
       );
       // A slice missing (purged as stale, or lost with an unlogged table in a Postgres crash) must

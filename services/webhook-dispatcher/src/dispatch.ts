@@ -14,6 +14,7 @@ import { buildDeliveryRequest, judgeResponse } from "@mailroom/egress";
 import type { Logger } from "@mailroom/log";
 import type { EventPublisher, TypedQueue } from "@mailroom/queues";
 import type { AttachmentLinks } from "@mailroom/storage";
+import { SpanKind, type Tracing } from "@mailroom/tracing";
 import type { EndpointSlots } from "./slots.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
@@ -35,6 +36,8 @@ export type DispatchDeps = {
   store?: AttemptStore;
   /** Live events (`delivery.succeeded`, `delivery.dead`) for `GET /events`; absent: none are published. */
   events?: EventPublisher;
+  /** A span per attempt made, in the trace of the message (the email row's traceparent); absent: none. */
+  tracing?: Tracing;
   now?: () => Date;
 };
 
@@ -72,15 +75,35 @@ export async function attemptDelivery(
       leaseMarginMs: SLOT_LEASE_MARGIN_MS,
       busyEndpoints: () => deps.slots?.busyEndpoints?.() ?? [],
     });
+  const tracing = deps.tracing?.enabled ? deps.tracing : undefined;
+  const claimedFrom = tracing ? Date.now() : 0;
   const c = await claimWithSlot({ ...deps, store }, deliveryId, opts);
   if ("outcome" in c) return c;
-  const { made, released } = await makeAttempt(deps, c.d, c.holder);
-  return settleAttempt(
-    { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at) },
-    c.d,
-    made,
-    released,
-  );
+  const attempt = async () => {
+    const { made, released } = await makeAttempt(deps, c.d, c.holder);
+    const settle = () =>
+      settleAttempt(
+        { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at) },
+        c.d,
+        made,
+        released,
+      );
+    return tracing ? tracing.step("record", settle) : settle();
+  };
+  if (!tracing) return attempt();
+  // From the claim on (the span's parent is read with it): the request and the record are children.
+  const attributes = {
+    "mailroom.delivery_id": c.d.id,
+    "mailroom.attempt": c.d.attemptCount + 1,
+    "mailroom.endpoint_id": c.d.endpointId,
+    "mailroom.email_id": c.d.emailId,
+  };
+  const spanOpts = { parent: c.d.traceparent ?? null, kind: SpanKind.CLIENT, startTime: claimedFrom, attributes };
+  return tracing.run("webhook-dispatcher attempt", spanOpts, async (span) => {
+    const outcome = await attempt();
+    span.setAttribute("mailroom.outcome", outcome.outcome);
+    return outcome;
+  });
 }
 
 /**
@@ -133,7 +156,8 @@ async function makeAttempt(
     });
     startedAt = now();
     const { body, headers } = buildDeliveryRequest(d.endpoint, payload, startedAt);
-    result = await deps.send({ url: d.endpoint.url, body, headers, timeoutMs: d.endpoint.timeoutSeconds * 1000 });
+    const req = { url: d.endpoint.url, body, headers, timeoutMs: d.endpoint.timeoutSeconds * 1000 };
+    result = deps.tracing ? await tracedSend(deps.tracing, deps.send, req) : await deps.send(req);
     finishedAt = now();
   } finally {
     released = deps.slots?.release(d.endpointId, holder).catch(() => undefined);
@@ -152,6 +176,17 @@ async function makeAttempt(
     finishedAt,
   };
   return { made, released };
+}
+
+/** The request as a child span: method, host (not the URL: chat webhook URLs carry their token), status. */
+function tracedSend(tracing: Tracing, send: Send, req: SendRequest): Promise<SendResult> {
+  return tracing.step("POST", async (span) => {
+    const r = await send(req);
+    span.setAttributes({ "http.request.method": "POST", "server.address": new URL(req.url).hostname });
+    if (r.status !== null) span.setAttribute("http.response.status_code", r.status);
+    if (r.error) span.setAttribute("error.type", r.error);
+    return r;
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { commonEnv, dnsServersEnv, envBoolean, healthEnv, parseEnv } from "@mailroom/config";
+import { commonEnv, dnsServersEnv, envBoolean, healthEnv, parseEnv, tracingEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 
@@ -7,6 +7,7 @@ export const dispatcherEnvSchema = z
     ...commonEnv,
     ...byteStoreEnv,
     ...healthEnv("webhook-dispatcher"),
+    ...tracingEnv,
     /**
      * Jobs in flight in this process. Mostly waiting on Postgres, Redis and endpoints, not CPU; 48 rather
      * than 16 so that a failing or hanging endpoint's jobs take a smaller share (bench/README.md).

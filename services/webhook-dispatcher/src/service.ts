@@ -10,6 +10,7 @@ import {
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
 import { attachmentLinks, byteStoreConfig, createByteStore } from "@mailroom/storage";
+import { startTracing } from "@mailroom/tracing";
 import type { DispatcherEnv } from "./env.ts";
 import { createSender } from "./send.ts";
 import { startDispatcher } from "./worker.ts";
@@ -38,8 +39,11 @@ export async function startDispatcherService(
   const signed = env.SIGNED_URL_SECRET
     ? { publicApiUrl: env.PUBLIC_API_URL, secret: env.SIGNED_URL_SECRET }
     : undefined;
+  // A span per delivery attempt when OTEL_EXPORTER_OTLP_ENDPOINT is set (no SDK loaded otherwise).
+  const tracing = await startTracing("webhook-dispatcher", env, logger);
   const dispatcher = startDispatcher({
     prisma,
+    tracing,
     metrics: createDeliveryMetrics(obs.registry, ["webhook"]),
     queue,
     logger,
@@ -65,5 +69,6 @@ export async function startDispatcherService(
     { name: "connections", close: async () => pool.close() },
     { name: "queue", close: () => queue.close() },
     { name: "byte store", close: () => bytes.close() },
+    { name: "tracing", close: () => tracing.shutdown() },
   ]);
 }

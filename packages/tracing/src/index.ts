@@ -1,0 +1,2 @@
+export * from "./sdk.ts";
+export * from "./tracing.ts";
