@@ -53,6 +53,16 @@ export const newSecretToken = (): string => randomBytes(32).toString("base64url"
 /** What the database keeps of a token: its SHA-256, so a database reader cannot use it. */
 export const hashSecretToken = (token: string): string => createHash("sha256").update(token).digest("hex");
 
+/**
+ * Console sign-in failures are counted per typed email and client address (the API's lockout),
+ * and the database keeps only these hashes of them: the typed "email" may be a password typed in
+ * the wrong field. `signInEmailHash` lets a password reset (admin CLI) lift every lock of an email.
+ */
+export const signInEmailHash = (email: string): string =>
+  createHash("sha256").update(`mailroom-sign-in\0${email}`).digest("hex");
+export const signInFailureKey = (email: string, addressGroup: string): string =>
+  createHash("sha256").update(`mailroom-sign-in\0${email}\0${addressGroup}`).digest("hex");
+
 /** Failures allowed before the first lockout; each further failure doubles it, up to the cap. */
 export const SIGN_IN_FREE_FAILURES = 4;
 const LOCKOUT_BASE_MS = 60_000;

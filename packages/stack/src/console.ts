@@ -1,3 +1,4 @@
+import http from "node:http";
 import { readBody, type Stack } from "./stack.ts";
 
 /** A member's console client over real HTTP: keeps the session cookie and the CSRF token. */
@@ -49,4 +50,42 @@ export async function createMember(stack: Stack, accountId: string, email: strin
   const set = await consoleClient(stack).call("POST", "/console/api/password", { token, password });
   if (set.status !== 200) throw new Error(`set password: ${set.status} ${JSON.stringify(set.body)}`);
   return { id: String(m.id), token };
+}
+
+export type SignInAnswer = { status: number; headers: http.IncomingHttpHeaders; body: string };
+
+/**
+ * POST /console/api/session from `localAddress`, a loopback address of this machine (127.0.0.2, …):
+ * a client at another address, for per-address sign-in limits, over a real connection from there.
+ */
+export function signInFrom(
+  stack: Stack,
+  localAddress: string,
+  email: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<SignInAnswer> {
+  const url = new URL(`${stack.apiUrl}/console/api/session`);
+  const body = JSON.stringify({ email, password });
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        localAddress,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
 }

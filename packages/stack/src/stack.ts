@@ -68,6 +68,8 @@ export type StackOptions = {
   verdicts?: { clamdUrl?: string; clamdTimeoutMs?: number; arcTrustedSealers?: string };
   /** Start the outbound sender too (queues `outbound` and `forward`), relaying to this SMTP server. */
   outbound?: { relayUrl: string; maxAttempts?: number; backoffUnitMs?: number };
+  /** More API settings, as a deployment sets them (e.g. API_TRUSTED_PROXIES). */
+  apiEnv?: Record<string, string>;
 };
 
 /** What the API puts in links (it listens on an ephemeral port, so not its own URL). */
@@ -182,6 +184,7 @@ async function startApi(shared: Shared, opts: StackOptions, closers: Closer[]) {
     CURSOR_SECRET: "test-cursor-secret",
     RATE_LIMIT_REQUESTS: String(opts.rateLimit?.limit ?? 100_000),
     RATE_LIMIT_WINDOW_SECONDS: String(opts.rateLimit?.windowSeconds ?? 60),
+    ...opts.apiEnv,
   });
   const api = await startApiService(env, {
     boot: await bootOf("api", shared, closers),

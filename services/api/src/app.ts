@@ -10,6 +10,7 @@ import { consoleApiRouter, consoleOwnRoutes } from "./console/router.ts";
 import { consoleStatic, defaultConsoleDir } from "./console/static.ts";
 import { accessLog, routeTemplates } from "./lib/access-log.ts";
 import { authMiddleware } from "./lib/auth.ts";
+import { proxyTrust } from "./lib/client-address.ts";
 import { errorHandler } from "./lib/http.ts";
 import { jsonBody } from "./lib/json-body.ts";
 import { buildOpenApi } from "./lib/openapi.ts";
@@ -43,8 +44,11 @@ export type AppDeps = OpsContext & {
    * Postgres, Redis, the schema's migrations); absent: /readyz here pings Postgres and Redis itself.
    */
   ready?: () => Promise<{ ok: boolean }>;
-  /** API_TRUST_PROXY: X-Forwarded-Proto from the proxy in front counts as TLS (Secure console cookies). */
-  trustProxy?: boolean;
+  /**
+   * Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (API_TRUST_PROXY,
+   * API_TRUSTED_PROXIES; lib/client-address.ts). Default: none.
+   */
+  trustedProxies?: readonly string[];
   /** Where the console's built bundle is (default: services/api/console/dist). */
   consoleDir?: string;
   /** SIGNED_URL_SECRET: serve the signed attachment links of webhook payloads (routes/signed-files.ts). */
@@ -169,6 +173,7 @@ function openApiDocument(routes: () => RegisteredRoute[]): Route {
 function mountInterfaces(app: Express, deps: AppDeps, apiRoutes: RegisteredRoute[]): void {
   // Authenticate before parsing, so an anonymous caller learns nothing but 401; then the per-key
   // rate limit, which also sets the RateLimit-* headers of every authenticated response.
+  app.use([API_PREFIX, MCP_PATH, CONSOLE_API_PREFIX], noStore);
   app.use(
     API_PREFIX,
     authMiddleware(deps.prisma),
@@ -196,12 +201,23 @@ function mountInterfaces(app: Express, deps: AppDeps, apiRoutes: RegisteredRoute
       redis: deps.redis,
       bodyLimit: deps.bodyLimit,
       rateLimit: deps.rateLimit ?? DEFAULT_RATE_LIMIT,
-      trustProxy: deps.trustProxy ?? false,
+      proxies: proxyTrust(deps.trustedProxies ?? []),
       mailHtml: deps.mailHtml ?? createMailSanitizer(),
     }),
   );
   app.use("/console", consoleStatic(deps.consoleDir ?? defaultConsoleDir()));
 }
+
+/**
+ * Every answer of the three interfaces is the account's own data, and several carry a secret shown
+ * once (a new API key, an endpoint's signing secret at creation or rotation, `create_inbox`'s new
+ * endpoint, the console's CSRF token): no browser, proxy or CDN may keep a copy. Set on every
+ * response rather than route by route, so a route added later that returns a secret is covered too.
+ */
+const noStore: RequestHandler = (_req, res, next) => {
+  res.setHeader("Cache-Control", "no-store");
+  next();
+};
 
 /**
  * OPTIONS (a write for the scope check, spec §5.5, so it reaches here only with a full-access key):

@@ -1,6 +1,7 @@
 import { commonEnv, dnsServersEnv, envBoolean, healthEnv, parseEnv } from "@mailroom/config";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
+import { parseProxyEntry } from "./lib/client-address.ts";
 
 /** Fine on a laptop; anyone can read it here, so it could sign forged cursors in production. */
 export const DEV_CURSOR_SECRET = "mailroom-dev-cursor-secret";
@@ -33,10 +34,30 @@ export const apiEnvSchema = z.object({
    */
   DNS_SERVERS: dnsServersEnv,
   /**
-   * The API is behind a reverse proxy that terminates TLS and sets X-Forwarded-Proto: a value of
-   * `https` then marks console session cookies Secure. Off by default: a client could forge it.
+   * The API is behind a reverse proxy on this host or a private network: X-Forwarded-For names the
+   * client (per-address sign-in limits) and X-Forwarded-Proto: https marks console cookies Secure,
+   * when the request came from a loopback or private address (PRIVATE_PROXIES). Off by default: a
+   * client could forge both.
    */
   API_TRUST_PROXY: envBoolean(false),
+  /**
+   * The proxies to trust, exactly (comma-separated addresses or CIDR ranges); replaces what
+   * API_TRUST_PROXY=true trusts. Headers from any other peer are ignored.
+   */
+  API_TRUSTED_PROXIES: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const entries = (v ?? "")
+        .split(",")
+        .map((e) => e.trim())
+        .filter(Boolean);
+      for (const e of entries) {
+        const r = parseProxyEntry(e);
+        if (typeof r === "string") ctx.addIssue({ code: "custom", message: r });
+      }
+      return entries;
+    }),
 });
 
 export type ApiEnv = z.infer<typeof apiEnvSchema>;

@@ -17,6 +17,7 @@ import { createApp } from "./app.ts";
 import { createMailSanitizer, type MailSanitizer } from "./console/mail-html.ts";
 import type { ApiEnv } from "./env.ts";
 import { createEventHub, type EventHub } from "./events/hub.ts";
+import { trustedProxyEntries } from "./lib/client-address.ts";
 import { createDestinationCheck } from "./lib/destinations.ts";
 import { outboundEnqueuer } from "./lib/outbound-queue.ts";
 import { deliveryEnqueuer } from "./ops/deliveries.ts";
@@ -94,7 +95,7 @@ function apiApp(env: ApiEnv, { boot, bytes, events, queues, mailHtml, domainDns 
     redis: boot.producerRedis,
     logger,
     bodyLimit: env.API_BODY_LIMIT,
-    trustProxy: env.API_TRUST_PROXY,
+    trustedProxies: trustedProxyEntries(env.API_TRUST_PROXY, env.API_TRUSTED_PROXIES),
     rateLimit: {
       limit: env.RATE_LIMIT_REQUESTS,
       windowSeconds: env.RATE_LIMIT_WINDOW_SECONDS,

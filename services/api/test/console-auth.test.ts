@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { signInEmailHash, signInFailureKey } from "@mailroom/core";
 import type { ConsoleClient, Fixture, Stack, TestAccount } from "@mailroom/stack";
 import { concrete, consoleClient, createMember, seedEverything, startStack } from "@mailroom/stack";
 import { type RegisteredRoute, registeredRoutes } from "../src/lib/route.ts";
@@ -148,20 +149,24 @@ describe("sign in and out", () => {
     const right = await c.signIn("lock@x.example", PASSWORD);
     expect(right.status).toBe(429);
     // The lock ends (moved into the past instead of waiting a minute); the right password works
-    // and resets the count.
-    await stack.prisma.member.update({
-      where: { email: "lock@x.example" },
-      data: { lockedUntil: new Date(Date.now() - 1000) },
-    });
+    // and forgets the failures.
+    const lock = { emailHash: signInEmailHash("lock@x.example") };
+    await stack.prisma.signInFailure.updateMany({ where: lock, data: { lockedUntil: new Date(Date.now() - 1000) } });
     expect((await c.signIn("lock@x.example", PASSWORD)).status).toBe(201);
-    const m = await stack.prisma.member.findUniqueOrThrow({ where: { email: "lock@x.example" } });
-    expect(m).toMatchObject({ failedSignIns: 0, lockedUntil: null });
+    expect(await stack.prisma.signInFailure.count({ where: lock })).toBe(0);
   });
 
   it("a sixth failure after a lock doubles it", async () => {
     const acc = await stack.account();
     await createMember(stack, acc.accountId, "double@x.example", PASSWORD);
-    await stack.prisma.member.update({ where: { email: "double@x.example" }, data: { failedSignIns: 5 } });
+    await stack.prisma.signInFailure.create({
+      data: {
+        key: signInFailureKey("double@x.example", "127.0.0.1"),
+        emailHash: signInEmailHash("double@x.example"),
+        failures: 5,
+        lastFailureAt: new Date(),
+      },
+    });
     const r = await consoleClient(stack).signIn("double@x.example", "wrong password!");
     expect(r.status).toBe(429);
     expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(119);

@@ -1,4 +1,4 @@
-import { hashSecretToken, newSecretToken, SET_PASSWORD_TTL_MS, setPasswordLink } from "@mailroom/core";
+import { hashSecretToken, newSecretToken, SET_PASSWORD_TTL_MS, setPasswordLink, signInEmailHash } from "@mailroom/core";
 import { newId, type PrismaClient } from "@mailroom/db";
 import { AdminError, type Row } from "./ops.ts";
 
@@ -39,22 +39,39 @@ export async function createMember(prisma: PrismaClient, accountId: string, emai
   return { id: m.id, accountId, email: m.email, ...(await issueLink(prisma, m.id, consoleUrl)) };
 }
 
-/** A new one-time link for a member who lost theirs or forgot the password; also lifts a lockout. */
+/** A new one-time link for a member who lost theirs or forgot the password; also lifts their lockouts. */
 export async function resetPassword(prisma: PrismaClient, email: string, consoleUrl: string) {
   const address = normalizeEmail(email);
   const m = await prisma.member.findUnique({ where: { email: address } });
   if (!m) throw new AdminError(`${address} is not a member`);
-  await prisma.member.update({ where: { id: m.id }, data: { failedSignIns: 0, lockedUntil: null } });
+  // Every address the email is locked at (the API counts failures per email and client address).
+  await prisma.signInFailure.deleteMany({ where: { emailHash: signInEmailHash(address) } });
   return { id: m.id, accountId: m.accountId, email: m.email, ...(await issueLink(prisma, m.id, consoleUrl)) };
+}
+
+/** The latest lock of each email that is locked at some address now (the API's per-address lockout). */
+async function lockedUntilByEmail(prisma: PrismaClient, emails: string[], now = new Date()) {
+  const hashes = new Map(emails.map((e) => [signInEmailHash(e), e]));
+  const locks = await prisma.signInFailure.groupBy({
+    by: ["emailHash"],
+    where: { emailHash: { in: [...hashes.keys()] }, lockedUntil: { gt: now } },
+    _max: { lockedUntil: true },
+  });
+  return new Map(locks.map((l) => [hashes.get(l.emailHash), l._max.lockedUntil]));
 }
 
 export async function listMembers(prisma: PrismaClient, accountId: string): Promise<Row[]> {
   const rows = await prisma.member.findMany({ where: { accountId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+  const locked = await lockedUntilByEmail(
+    prisma,
+    rows.map((m) => m.email),
+  );
   return rows.map((m) => ({
     id: m.id,
     email: m.email,
     passwordSet: m.passwordHash !== null,
-    lockedUntil: m.lockedUntil?.toISOString() ?? null,
+    // Locked at one address or more (from the one the member uses, they may still sign in).
+    lockedUntil: locked.get(m.email)?.toISOString() ?? null,
     lastSignInAt: m.lastSignInAt?.toISOString() ?? null,
     createdAt: m.createdAt.toISOString(),
   }));

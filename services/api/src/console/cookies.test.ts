@@ -7,16 +7,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import express from "express";
+import { PRIVATE_PROXIES, proxyTrust } from "../lib/client-address.ts";
 import { setSessionCookie } from "./cookies.ts";
 
 /**
  * When the session cookie is Secure: over a real TLS connection always; behind a proxy only when
- * the operator trusts it (API_TRUST_PROXY) and it says X-Forwarded-Proto: https. Real HTTP and
- * HTTPS servers on loopback, a self-signed certificate made for the run.
+ * the operator trusts it (API_TRUST_PROXY: loopback and private peers) and it says
+ * X-Forwarded-Proto: https. Real HTTP and HTTPS servers on loopback, a self-signed certificate made
+ * for the run.
  */
 const app = (trustProxy: boolean) =>
   express().get("/", (req, res) => {
-    setSessionCookie(req, res, "token", trustProxy);
+    setSessionCookie(req, res, "token", proxyTrust(trustProxy ? PRIVATE_PROXIES : []));
     res.end();
   });
 

@@ -1,4 +1,5 @@
 import type { Request, Response } from "express";
+import type { ProxyTrust } from "../lib/client-address.ts";
 import { SESSION_ABSOLUTE_MS } from "./sessions.ts";
 
 export const SESSION_COOKIE = "mailroom_console";
@@ -26,29 +27,22 @@ export function readCookie(req: Request, name: string): string | undefined {
 }
 
 /**
- * Served over TLS: the connection itself, or X-Forwarded-Proto from a proxy the operator said to
- * trust (API_TRUST_PROXY). An untrusted client could otherwise ask for Secure cookies over plain
- * HTTP and lock itself out, or the reverse.
+ * Secure when served over TLS: the connection itself, or X-Forwarded-Proto from a proxy the
+ * operator said to trust (`proxies`). An untrusted client could otherwise ask for Secure cookies
+ * over plain HTTP and lock itself out, or the reverse.
  */
-export function overTls(req: Request, trustProxy: boolean): boolean {
-  if ((req.socket as { encrypted?: boolean }).encrypted) return true;
-  if (!trustProxy) return false;
-  const proto = req.header("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase();
-  return proto === "https";
-}
-
-function attributes(req: Request, trustProxy: boolean, maxAgeSeconds: number): string {
-  const secure = overTls(req, trustProxy) ? "; Secure" : "";
+function attributes(req: Request, proxies: ProxyTrust, maxAgeSeconds: number): string {
+  const secure = proxies.overTls(req) ? "; Secure" : "";
   return `; Path=${COOKIE_PATH}; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
-export function setSessionCookie(req: Request, res: Response, token: string, trustProxy: boolean): void {
+export function setSessionCookie(req: Request, res: Response, token: string, proxies: ProxyTrust): void {
   res.append(
     "Set-Cookie",
-    `${SESSION_COOKIE}=${token}${attributes(req, trustProxy, Math.floor(SESSION_ABSOLUTE_MS / 1000))}`,
+    `${SESSION_COOKIE}=${token}${attributes(req, proxies, Math.floor(SESSION_ABSOLUTE_MS / 1000))}`,
   );
 }
 
-export function clearSessionCookie(req: Request, res: Response, trustProxy: boolean): void {
-  res.append("Set-Cookie", `${SESSION_COOKIE}=${attributes(req, trustProxy, 0)}`);
+export function clearSessionCookie(req: Request, res: Response, proxies: ProxyTrust): void {
+  res.append("Set-Cookie", `${SESSION_COOKIE}=${attributes(req, proxies, 0)}`);
 }

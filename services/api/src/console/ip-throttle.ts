@@ -1,29 +1,19 @@
 import { AppError } from "@mailroom/core";
 import type { Logger } from "@mailroom/log";
 import type { Redis } from "@mailroom/queues";
-import type { Request } from "express";
 
 /**
- * Per-IP sign-in throttling, beside the per-member lockout (sign-in.ts): the lockout stops guessing
- * one member's password, this stops one address from trying many emails (spraying one password
- * over every member). Failed sign-ins only are counted, so members behind one NAT who type their
+ * Per-address sign-in throttling, beside the lockout (lockout.ts): the lockout stops guessing one
+ * email's password from one address, this stops one address from trying many emails (spraying one
+ * password over every member). The address is the client's (lib/client-address.ts: X-Forwarded-For
+ * only from a trusted proxy), an IPv6 client counted by its /64. Failed sign-ins only are counted, so members behind one NAT who type their
  * password right are never slowed; once an address has SIGN_IN_FAILURES_PER_IP failures within
  * SIGN_IN_WINDOW_MS of its first, every sign-in from it is refused with 429 until the window ends.
  * The count lives in Redis so that every API replica shares it. Redis down: sign-in goes on
- * uncounted (logged) — the per-member lockout in Postgres still holds, and sign-in must not depend
- * on a cache.
+ * uncounted (logged) — the lockout in Postgres still holds, and sign-in must not depend on a cache.
  */
 export const SIGN_IN_FAILURES_PER_IP = 30;
 export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000;
-
-/**
- * The client's address: the socket's, or behind a trusted proxy (API_TRUST_PROXY) the last
- * X-Forwarded-For entry, the one that proxy appended (earlier entries are the client's to invent).
- */
-export function clientIp(req: Request, trustProxy: boolean): string {
-  const forwarded = trustProxy ? req.header("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
-  return forwarded || req.socket.remoteAddress || "unknown";
-}
 
 export type SignInThrottle = {
   /** Throws 429 (Retry-After) when `ip` has used up its failures. */
@@ -35,7 +25,7 @@ export type SignInThrottle = {
 export function signInThrottle(redis: Redis, prefix: string, logger: Logger): SignInThrottle {
   const key = (ip: string) => `${prefix}:console:signin-failures:{${ip}}`;
   const unavailable = (err: unknown) =>
-    logger.warn({ err: (err as Error).message }, "sign-in throttle unavailable; per-member lockout only");
+    logger.warn({ err: (err as Error).message }, "sign-in throttle unavailable; per-address lockout only");
   const usable = () => redis.status === "ready";
   return {
     async check(ip) {

@@ -1,6 +1,7 @@
 import { AppError } from "@mailroom/core";
 import type { Redis } from "@mailroom/queues";
 import { type Request, type RequestHandler, type Response, Router } from "express";
+import { addressGroup, type ProxyTrust } from "../lib/client-address.ts";
 import { accountOf } from "../lib/http.ts";
 import { jsonBody } from "../lib/json-body.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "../lib/rate-limit.ts";
@@ -13,7 +14,7 @@ import { getOverview } from "../ops/overview.ts";
 import { v1Router } from "../routes/v1.ts";
 import { clearSessionCookie, setSessionCookie } from "./cookies.ts";
 import { consoleSession, requireCsrf, requireJsonSameOrigin } from "./guards.ts";
-import { clientIp, type SignInThrottle, signInThrottle } from "./ip-throttle.ts";
+import { type SignInThrottle, signInThrottle } from "./ip-throttle.ts";
 import { type MailSanitizer, mailFrameDocument, mailFramePolicy, notShownDocument } from "./mail-html.ts";
 import { createSession, csrfTokenOf, endSession } from "./sessions.ts";
 import { checkCredentials, setPasswordWithToken } from "./sign-in.ts";
@@ -23,8 +24,8 @@ export type ConsoleDeps = {
   redis: Redis;
   bodyLimit: string;
   rateLimit: RateLimitConfig;
-  /** X-Forwarded-Proto from the proxy in front counts as TLS (Secure cookies). */
-  trustProxy: boolean;
+  /** Which peers may name the client's address and protocol (X-Forwarded-For/-Proto). */
+  proxies: ProxyTrust;
   /** Sanitizes mail HTML for the message view's frame. */
   mailHtml: MailSanitizer;
 };
@@ -43,10 +44,10 @@ const anonymousRoutes: ConsoleRoute[] = [
   {
     method: "POST",
     path: "/session",
-    handle: async ({ ctx, throttle, trustProxy }, req, res) => {
-      const ip = clientIp(req, trustProxy);
+    handle: async ({ ctx, throttle, proxies }, req, res) => {
+      const ip = addressGroup(proxies.clientAddress(req));
       await throttle.check(ip);
-      const member = await checkCredentials(ctx.prisma, req.body).catch(async (err: unknown) => {
+      const member = await checkCredentials(ctx.prisma, req.body, ip).catch(async (err: unknown) => {
         // Wrong credentials and attempts on a locked member count against the address; a 400 does not.
         if (err instanceof AppError && (err.code === "unauthorized" || err.code === "rate_limited")) {
           await throttle.failed(ip);
@@ -54,7 +55,7 @@ const anonymousRoutes: ConsoleRoute[] = [
         throw err;
       });
       const token = await createSession(ctx.prisma, member.id);
-      setSessionCookie(req, res, token, trustProxy);
+      setSessionCookie(req, res, token, proxies);
       res.status(201).json({ email: member.email, accountId: member.accountId, csrfToken: csrfTokenOf(token) });
     },
   },
@@ -83,9 +84,9 @@ const memberRoutes: ConsoleRoute[] = [
   {
     method: "DELETE",
     path: "/session",
-    handle: async ({ ctx, trustProxy }, req, res) => {
+    handle: async ({ ctx, proxies }, req, res) => {
       if (req.member) await endSession(ctx.prisma, req.member.sessionId);
-      clearSessionCookie(req, res, trustProxy);
+      clearSessionCookie(req, res, proxies);
       res.status(204).end();
     },
   },
@@ -108,7 +109,6 @@ const memberRoutes: ConsoleRoute[] = [
       res.setHeader("X-Frame-Options", "SAMEORIGIN");
       res.setHeader("Referrer-Policy", "no-referrer");
       res.setHeader("X-Content-Type-Options", "nosniff");
-      res.setHeader("Cache-Control", "no-store");
       res.type("html").send(clean ? mailFrameDocument(clean.html) : notShownDocument());
     },
   },

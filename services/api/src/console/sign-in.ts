@@ -3,7 +3,6 @@ import {
   DUMMY_PASSWORD_HASH,
   hashPassword,
   hashSecretToken,
-  lockoutMs,
   PASSWORD_MAX_LENGTH,
   PASSWORD_MIN_LENGTH,
   verifyPassword,
@@ -11,12 +10,15 @@ import {
 import type { PrismaClient } from "@mailroom/db";
 import { z } from "zod";
 import { parse } from "../lib/http.ts";
+import { liftLockouts, lockedError, lockout } from "./lockout.ts";
 
 /**
- * Console sign-in and set-password (issue 17). A wrong password and an unknown email answer the
- * same 401 after the same scrypt work. Consecutive failures lock the member out for a doubling
- * while (lockoutMs); a locked member gets 429 with Retry-After, even with the right password, so
- * guessing cannot go on at full speed.
+ * Console sign-in and set-password (issue 17). A wrong password and an unknown email take the same
+ * steps: one lookup, the same scrypt work (against a dummy hash), one failure counted for that email
+ * at that address (lockout.ts), and the same answer — 401, or from the fifth failure 429 with
+ * Retry-After — so neither the status, the body, the headers nor the time tells members apart. A
+ * locked email at an address answers 429 there, even with the right password, while the member
+ * signs in from their own address.
  */
 
 export const signInBody = z.strictObject({
@@ -34,45 +36,31 @@ export const setPasswordBody = z.strictObject({
 
 const WRONG = "Wrong email or password";
 
-function locked(until: Date, now: Date): AppError {
-  const seconds = Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000));
-  return new AppError("rate_limited", `Too many failed sign-ins; try again in ${seconds} s`, {
-    "Retry-After": String(seconds),
-  });
-}
-
-/** The member the credentials name, or a 401/429. */
-export async function checkCredentials(prisma: PrismaClient, body: unknown, now = new Date()) {
+/** The member the credentials name, or a 401/429; `addressGroup` is the client's (client-address.ts). */
+export async function checkCredentials(prisma: PrismaClient, body: unknown, addressGroup: string, now = new Date()) {
   const { email, password } = parse(signInBody, body);
-  const member = await prisma.member.findUnique({ where: { email } });
-  if (member?.lockedUntil && member.lockedUntil > now) throw locked(member.lockedUntil, now);
+  const locks = lockout(prisma);
+  const [member, lockedUntil] = await Promise.all([
+    prisma.member.findUnique({ where: { email } }),
+    locks.lockedUntil(email, addressGroup, now),
+  ]);
+  if (lockedUntil) throw lockedError(lockedUntil, now);
   const ok = await verifyPassword(password, member?.passwordHash ?? DUMMY_PASSWORD_HASH);
-  if (!member?.passwordHash) throw new AppError("unauthorized", WRONG);
-  if (!ok) {
-    // Counted in the database (atomic increment), so every API replica sees the same count.
-    const { failedSignIns } = await prisma.member.update({
-      where: { id: member.id },
-      data: { failedSignIns: { increment: 1 } },
-      select: { failedSignIns: true },
-    });
-    const wait = lockoutMs(failedSignIns);
-    if (wait > 0) {
-      const until = new Date(now.getTime() + wait);
-      await prisma.member.update({ where: { id: member.id }, data: { lockedUntil: until } });
-      throw locked(until, now);
-    }
-    throw new AppError("unauthorized", WRONG);
+  if (!member?.passwordHash || !ok) {
+    const until = await locks.recordFailure(email, addressGroup, now);
+    throw until ? lockedError(until, now) : new AppError("unauthorized", WRONG);
   }
-  await prisma.member.update({
-    where: { id: member.id },
-    data: { failedSignIns: 0, lockedUntil: null, lastSignInAt: now },
-  });
+  await Promise.all([
+    locks.clear(email, addressGroup),
+    prisma.member.update({ where: { id: member.id }, data: { lastSignInAt: now } }),
+  ]);
   return member;
 }
 
 /**
  * Consumes a one-time link: sets the password, ends every session the member had (a reset must
- * lock out whoever knew the old password) and lifts a lockout. The member signs in afterwards.
+ * lock out whoever knew the old password) and lifts the email's lockouts at every address. The
+ * member signs in afterwards.
  */
 export async function setPasswordWithToken(prisma: PrismaClient, body: unknown, now = new Date()) {
   const { token, password } = parse(setPasswordBody, body);
@@ -84,10 +72,8 @@ export async function setPasswordWithToken(prisma: PrismaClient, body: unknown, 
   const claimed = await prisma.memberToken.updateMany({ where: { id: row.id, usedAt: null }, data: { usedAt: now } });
   if (claimed.count === 0) throw new AppError("gone", "This link was already used");
   const passwordHash = await hashPassword(password);
-  const member = await prisma.member.update({
-    where: { id: row.memberId },
-    data: { passwordHash, failedSignIns: 0, lockedUntil: null },
-  });
+  const member = await prisma.member.update({ where: { id: row.memberId }, data: { passwordHash } });
   await prisma.consoleSession.deleteMany({ where: { memberId: member.id } });
+  await liftLockouts(prisma, member.email);
   return { email: member.email };
 }
