@@ -22,8 +22,11 @@ export const FIRST_TRY_PRIORITY_CAP = 1_000_000;
 export const RETRY_PRIORITY = 2_000_000;
 
 export type AccountVolume = {
-  /** Counts one job of the account and returns its priority. */
-  next(accountId: string): number;
+  /**
+   * Counts `recipients` (default 1) of the account and returns the priority of the job that
+   * carries them: the rank of its first recipient.
+   */
+  next(accountId: string, recipients?: number): number;
   /** Accounts currently tracked (for tests and the bound on memory). */
   size(): number;
 };
@@ -52,13 +55,13 @@ export function accountVolume(
   };
 
   return {
-    next(accountId) {
+    next(accountId, recipients = 1) {
       const t = now();
       const c = counts.get(accountId);
-      const n = (c ? decayed(c, t) : 0) + 1;
+      const first = (c ? decayed(c, t) : 0) + 1;
       if (!c && counts.size >= maxAccounts) forgetIdle(t);
-      counts.set(accountId, { n, at: t });
-      return Math.min(FIRST_TRY_PRIORITY_CAP, Math.max(1, Math.round(n)));
+      counts.set(accountId, { n: first - 1 + recipients, at: t });
+      return Math.min(FIRST_TRY_PRIORITY_CAP, Math.max(1, Math.round(first)));
     },
     size: () => counts.size,
   };

@@ -1,6 +1,6 @@
 import { type PrismaClient, poolOf } from "@mailroom/db";
 import { retryFor } from "@mailroom/queues";
-import { loadRecipient } from "./load.ts";
+import { type LoadedRecipient, loadJob, loadRecipient } from "./load.ts";
 import { isDependencyOutage } from "./outage.ts";
 import { type ProcessDeps, type ProcessResult, processRecipient, RAW_WITH_LOAD_BYTES } from "./process.ts";
 import { pgSafeText } from "./sanitize.ts";
@@ -32,6 +32,66 @@ export async function processWithBudget(
     countTry: true,
     rawUpTo: RAW_WITH_LOAD_BYTES,
   });
+  return withinBudget(deps, spoolRecipientId, loaded, maxTries);
+}
+
+/** Raw bytes that come with one job's load statement at most (the rest are read under the memory budget). */
+const RAW_WITH_JOB_LOAD_BYTES = 1024 * 1024;
+
+/** Where each recipient's outcome and processing time go (metrics.ts), as it ends. */
+export type Observer = { processed(result: ProcessResult, seconds: number): void; failed(seconds: number): void };
+
+/**
+ * processWithBudget for every recipient one `inbound` job carries (the ingest groups an accept
+ * group's recipients of one account into one job): loaded, and their tries counted, in one
+ * statement, then processed side by side, each with its own budget exactly as alone. Resolves with
+ * an error when a recipient failed (the job is to fail and be retried; those that succeeded are no
+ * longer pending and take the skip path next time): a failure that counted is preferred over an
+ * outage, so the retry goes to the retry lane.
+ */
+export async function processJob(
+  deps: ProcessDeps,
+  jobId: string,
+  maxTries = DEFAULT_MAX_TRIES,
+  observer?: Observer,
+): Promise<unknown> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  let members: LoadedRecipient[];
+  try {
+    members = await loadJob(poolOf(deps.prisma), jobId, {
+      countTry: true,
+      rawUpTo: RAW_WITH_LOAD_BYTES,
+      rawTotal: RAW_WITH_JOB_LOAD_BYTES,
+    });
+  } catch (err) {
+    observer?.failed(seconds());
+    return err;
+  }
+  if (members.length === 0)
+    observer?.processed({ outcome: "skipped", reason: "recipient no longer spooled" }, seconds());
+  const errors: unknown[] = [];
+  await Promise.all(
+    members.map((m) =>
+      withinBudget(deps, m.id, m, maxTries).then(
+        (result) => observer?.processed(result, seconds()),
+        (err: unknown) => {
+          observer?.failed(seconds());
+          errors.push(err);
+        },
+      ),
+    ),
+  );
+  return errors.find((e) => !isDependencyOutage(e)) ?? errors[0];
+}
+
+/** The budget around one loaded recipient (its try already counted, or not pending). */
+async function withinBudget(
+  deps: ProcessDeps,
+  spoolRecipientId: string,
+  loaded: LoadedRecipient | null,
+  maxTries: number,
+): Promise<ProcessResult> {
   const tries = loaded?.tries ?? null;
   // Not pending (stored, storing, blocked, …) or gone: the skip/resume path, no budget involved.
   if (tries === null) return processRecipient(deps, spoolRecipientId, {}, loaded);

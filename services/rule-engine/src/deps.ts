@@ -11,6 +11,7 @@ import type { ByteBudget } from "./budget.ts";
 import type { Parser } from "./parse.ts";
 import type { Shield } from "./shield.ts";
 import type { SpamScanner } from "./spam.ts";
+import type { StoreEmail } from "./store-batch.ts";
 import type { DnsResolve } from "./verdicts.ts";
 import type { VirusScanner } from "./virus.ts";
 
@@ -41,6 +42,8 @@ export type ProcessDeps = {
   bytes?: ByteStore;
   /** A span per processed recipient with its steps as children (OTEL_* set); absent: none. */
   tracing?: Tracing;
+  /** Stores an email (store-batch.ts: group commit); absent: each in its own transaction (store.ts). */
+  storeEmail?: StoreEmail;
 };
 
 /** `fn` as a step (a child span) of the recipient's processing span; without tracing just `fn()`. */

@@ -64,15 +64,19 @@ type Row = Omit<LoadedRecipient, "spool" | "address" | "rules" | "tries" | "size
   rules: (Omit<RuleForEval, "action" | "conditions"> & { action: string; conditions: unknown })[];
 };
 
-const LOAD_SQL = `WITH try AS (
+/**
+ * The load statement for the recipients that match `which` (a condition, on the table alias it is
+ * given, with $1); `rawIf`: when a pending recipient's raw bytes come along.
+ */
+const loadSql = (which: (t: string) => string, rawIf: string) => `WITH try AS (
        UPDATE spool_recipients SET attempts = attempts + 1
-        WHERE id = $1 AND status = 'pending' AND $2::boolean
-        RETURNING attempts
+        WHERE ${which("spool_recipients")} AND status = 'pending' AND $2::boolean
+        RETURNING id, attempts
      )
      SELECT r.id, r."spoolId", r."accountId", r."domainId", r."addressId", r.recipient, r.status,
-            (SELECT attempts FROM try) AS tries,
+            (SELECT attempts FROM try WHERE try.id = r.id) AS tries,
             s."mailFrom", s."remoteIp", s.helo, s.sha256, s."receivedAt", s.traceparent, octet_length(s.raw) AS size,
-            CASE WHEN r.status = 'pending' AND octet_length(s.raw) <= $3 THEN s.raw END AS raw,
+            CASE WHEN r.status = 'pending' AND ${rawIf} THEN s.raw END AS raw,
             acc.id IS NOT NULL AS "accountExists",
             d.id IS NOT NULL AS "domainExists",
             ad.id IS NOT NULL AS "addressFound", ad."localPart", ad."endpointId" AS "addressEndpointId",
@@ -91,7 +95,20 @@ const LOAD_SQL = `WITH try AS (
        LEFT JOIN accounts acc ON acc.id = r."accountId"
        LEFT JOIN domains d ON d.id = r."domainId"
        LEFT JOIN addresses ad ON ad.id = r."addressId"
-      WHERE r.id = $1`;
+      WHERE ${which("r")}`;
+
+/** One recipient by id; its raw bytes when the message is at most $3 bytes. */
+const LOAD_SQL = loadSql((t) => `${t}.id = $1`, "octet_length(s.raw) <= $3");
+
+/**
+ * Every recipient of one `inbound` job: the one whose id the job carries and those whose jobId it
+ * is (the ingest's job groups). Raw bytes of messages up to $3 bytes while the group's running
+ * total stays within $4 (the rest are read by the byte store under the memory budget).
+ */
+const LOAD_JOB_SQL = loadSql(
+  (t) => `(${t}.id = $1 OR ${t}."jobId" = $1)`,
+  `octet_length(s.raw) <= $3 AND sum(octet_length(s.raw)) OVER (ORDER BY r.id) <= $4`,
+);
 
 /** bytea arrives as `\x<hex>` (text format); decoded straight into shared memory, without a second copy. */
 const RAW_INTO_SHARED_MEMORY = {
@@ -126,7 +143,29 @@ export async function loadRecipient(
     types: RAW_INTO_SHARED_MEMORY,
   } as pg.QueryConfig);
   const r = rows[0];
-  if (!r) return null;
+  return r ? loaded(r) : null;
+}
+
+/**
+ * loadRecipient for every recipient the `inbound` job `jobId` carries, in one statement (empty
+ * when none is spooled). `rawTotal`: at most this many raw bytes come with the statement for the
+ * whole job.
+ */
+export async function loadJob(
+  db: Queryable,
+  jobId: string,
+  opts: { countTry?: boolean; rawUpTo?: number; rawTotal?: number } = {},
+): Promise<LoadedRecipient[]> {
+  const { rows } = await db.query<Row>({
+    name: "rule-engine-load-job",
+    text: LOAD_JOB_SQL,
+    values: [jobId, opts.countTry === true, opts.rawUpTo ?? -1, opts.rawTotal ?? -1],
+    types: RAW_INTO_SHARED_MEMORY,
+  } as pg.QueryConfig);
+  return rows.map(loaded);
+}
+
+function loaded(r: Row): LoadedRecipient {
   return {
     id: r.id,
     spoolId: r.spoolId,

@@ -112,7 +112,9 @@ async function processPending(deps: ProcessDeps, rcpt: LoadedRecipient, opts: Pr
   if (decision.action === "block") return recordBlocked(deps, rcpt, judged, decision);
   // The processing span, which each delivery attempt's span hangs under.
   const input = storeInput(rcpt, judged, decision, deps.tracing?.traceparent() ?? null);
-  const stored = await traced(deps, "store", () => storeEmail(poolOf(deps.prisma), input));
+  const stored = await traced(deps, "store", () =>
+    deps.storeEmail ? deps.storeEmail(input) : storeEmail(poolOf(deps.prisma), input),
+  );
   return afterStore(deps, rcpt, judged, stored);
 }
 

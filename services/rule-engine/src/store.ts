@@ -167,9 +167,16 @@ SELECT (SELECT status FROM claim) AS claimed,
  * Deliveries, or records the duplicate, in one transaction sent in one round trip (storeInTransaction).
  */
 export async function storeEmail(pool: pg.Pool, input: StoreInput): Promise<StoreResult> {
+  const [row] = await storeInTransaction(pool, [prepareStore(input)]);
+  return storeResult(row);
+}
+
+/** One email's share of a store transaction: its duplicate-lock key and the store statement's parameters. */
+export type PreparedStore = { dedupeKey: string; params: unknown[] };
+
+export function prepareStore(input: StoreInput): PreparedStore {
   const { row, email } = input;
   const refs = [...new Set([email.inReplyTo, ...email.references].filter((r): r is string => Boolean(r)))];
-  const emailId = newId("email");
   const attachments = email.attachments.map((a, index) => ({
     id: newId("attachment"),
     index,
@@ -193,18 +200,22 @@ export async function storeEmail(pool: pg.Pool, input: StoreInput): Promise<Stor
     row.receivedAt, // $9
     newId("thread"), // $10
     email.subject, // $11
-    emailId, // $12
+    newId("email"), // $12
     JSON.stringify(attachments), // $13
     JSON.stringify(deliveries), // $14
     ...EMAIL_COLUMNS.map(([, , value]) => value(input)),
   ];
-  const r = await storeInTransaction(pool, `${row.accountId}\n${row.recipient}\n${email.messageId}`, params);
+  return { dedupeKey: `${row.accountId}\n${row.recipient}\n${email.messageId}`, params };
+}
+
+/** What the store statement answered for one email, as the caller's result. */
+export function storeResult(r: StoreRow | undefined): StoreResult {
   if (!r?.claimed) return { kind: "claimed-elsewhere" };
   if (r.sameId && r.claimed === "duplicate") return { kind: "duplicate", emailId: r.sameId };
   return { kind: "stored", emailId: r.emailId as string, deliveryIds: r.deliveryIds, deliveries: r.deliveries };
 }
 
-type StoreRow = {
+export type StoreRow = {
   claimed: string | null;
   sameId: string | null;
   emailId: string | null;
@@ -213,44 +224,54 @@ type StoreRow = {
 };
 
 /**
- * The transaction in ONE round trip: BEGIN, the duplicate lock, the store statement (named: parsed
- * and planned once per connection) and COMMIT are written together on a pipelined connection
- * (node-postgres's pipeline mode, switched on for this client while the four are in flight) and
- * Postgres runs them one after another as it reads them. The lock serialises the duplicate check for
- * one (account, recipient, Message-ID) across workers; it stays a statement of its own before the
- * store, so that the store's snapshot (READ COMMITTED: one per statement, taken when it starts, after
- * the lock was granted) sees what the lock's previous holder committed. If any of them fails, the
- * ones after it fail too and the COMMIT ends the transaction as a ROLLBACK; the first error is thrown
- * and the connection is not reused.
+ * The transaction in ONE round trip: BEGIN, the duplicate locks, the store statements (named:
+ * parsed and planned once per connection) and COMMIT are written together on a pipelined connection
+ * (node-postgres's pipeline mode, switched on for this client while they are in flight) and
+ * Postgres runs them one after another as it reads them. A lock serialises the duplicate check for
+ * one (account, recipient, Message-ID) across workers; the locks are a statement of their own before
+ * the stores, so that each store's snapshot (READ COMMITTED: one per statement, taken when it
+ * starts, after every lock was granted) sees what a lock's previous holder committed, and a store
+ * sees the ones before it in the same transaction (the same message twice in one batch: the second
+ * is a duplicate). Several emails (store-batch.ts) take their locks in key order, so two batches
+ * never wait for each other in a circle. If any statement fails, the ones after it fail too and the
+ * COMMIT ends the transaction as a ROLLBACK; the first error is thrown and the connection is not
+ * reused. Answers one row per email, in order.
  */
-async function storeInTransaction(pool: pg.Pool, dedupeKey: string, params: unknown[]): Promise<StoreRow | undefined> {
-  // checkout: a connection that drops while the four are in flight fails them, not the process.
+export async function storeInTransaction(
+  pool: pg.Pool,
+  emails: readonly PreparedStore[],
+): Promise<(StoreRow | undefined)[]> {
+  // checkout: a connection that drops while they are in flight fails them, not the process.
   const { client, release } = await checkout(pool);
   const pipelined = client as pg.PoolClient & { pipeline?: boolean };
   pipelined.pipeline = true;
+  const keys = [...new Set(emails.map((e) => e.dedupeKey))].sort();
   const sent = [
     client.query("BEGIN"),
-    client.query({ name: "rule-engine-dedupe-lock", text: DEDUPE_LOCK_SQL, values: [dedupeKey] }),
-    client.query<StoreRow>({ name: "rule-engine-store", text: STORE_SQL, values: params }),
+    // One email: the lock statement of old (the same lock, so old and new processes exclude each
+    // other); several: all of them in one statement, taken in key order.
+    keys.length === 1
+      ? client.query({ name: "rule-engine-dedupe-lock", text: DEDUPE_LOCK_SQL, values: keys })
+      : client.query({ name: "rule-engine-dedupe-locks", text: DEDUPE_LOCKS_SQL, values: [keys] }),
+    ...emails.map((e) => client.query<StoreRow>({ name: "rule-engine-store", text: STORE_SQL, values: e.params })),
     client.query("COMMIT"),
-  ] as const;
+  ];
   const settled = await Promise.allSettled(sent);
   pipelined.pipeline = false;
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
   release(failed ? (failed.reason as Error) : undefined);
   if (failed) throw failed.reason;
-  const [, , store, commit] = settled as [
-    unknown,
-    unknown,
-    PromiseFulfilledResult<pg.QueryResult<StoreRow>>,
-    PromiseFulfilledResult<pg.QueryResult>,
-  ];
+  const results = (settled as PromiseFulfilledResult<pg.QueryResult<StoreRow>>[]).map((r) => r.value);
   // A COMMIT of a transaction that failed answers ROLLBACK instead of an error.
-  if (commit.value.command !== "COMMIT") throw new Error(`store transaction ended with ${commit.value.command}`);
-  return store.value.rows[0];
+  const commit = results[results.length - 1] as pg.QueryResult;
+  if (commit.command !== "COMMIT") throw new Error(`store transaction ended with ${commit.command}`);
+  return results.slice(2, 2 + emails.length).map((r) => r.rows[0]);
 }
 
 const DEDUPE_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))";
+// The keys come sorted and the function runs on the rows in that order: the locks are taken in key order.
+const DEDUPE_LOCKS_SQL = `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0)))
+  FROM (SELECT k FROM unnest($1::text[]) AS k ORDER BY k) AS sorted`;
 
 /** The `block` step: the recipient claimed as blocked and its block record, in one statement. */
 export async function recordBlock(

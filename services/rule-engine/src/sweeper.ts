@@ -5,7 +5,8 @@ import { type AccountVolume, accountVolume, enqueue, type TypedQueue } from "@ma
 /**
  * Postgres, not Redis, is the source of truth for accepted mail: a recipient still `pending` long
  * after it was spooled lost its job (Redis restarted without persistence, a crash between commit and
- * enqueue). Queue it again; the job id makes that a no-op when the job is in fact still there.
+ * enqueue). Queue its job again (the job of its group: `jobId`, or its own id for a row written
+ * before groups); the job id makes that a no-op when the job is in fact still there.
  *
  * Pages through every such recipient, oldest first (keyset on createdAt, id), however many are
  * ahead: a backlog of messages that are retrying (poison, or a long outage) must not hide the ones
@@ -24,7 +25,7 @@ export async function sweepPendingRecipients(
   let after: { createdAt: Date; id: string } | undefined;
   let requeued = 0;
   for (;;) {
-    const page: { id: string; accountId: string; createdAt: Date }[] = await prisma.spoolRecipient.findMany({
+    const page: Swept[] = await prisma.spoolRecipient.findMany({
       where: {
         // `storing`: stored, but the attachment bytes may not have been written (process died).
         status: { in: ["pending", "storing"] },
@@ -33,7 +34,7 @@ export async function sweepPendingRecipients(
           ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] }
           : {}),
       },
-      select: { id: true, accountId: true, createdAt: true },
+      select: { id: true, accountId: true, jobId: true, createdAt: true },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
       take: pageSize,
     });
@@ -46,17 +47,30 @@ export async function sweepPendingRecipients(
   return requeued;
 }
 
-/** Queues the ids whose job is gone, gives a fresh budget to those BullMQ gave up on; skips the rest. */
+type Swept = { id: string; accountId: string; jobId: string | null; createdAt: Date };
+
+/**
+ * Queues the jobs of the page's recipients whose job is gone, gives a fresh budget to those BullMQ
+ * gave up on, skips the rest; returns how many recipients those jobs carry (of this page).
+ */
 async function requeueMissing(
   queue: TypedQueue<"inbound">,
   logger: Logger,
-  rows: { id: string; accountId: string }[],
+  rows: Swept[],
   volume: AccountVolume,
 ): Promise<number> {
+  const jobs = new Map<string, { accountId: string; n: number }>();
+  for (const r of rows) {
+    const job = jobs.get(r.jobId ?? r.id) ?? { accountId: r.accountId, n: 0 };
+    job.n += 1;
+    jobs.set(r.jobId ?? r.id, job);
+  }
+  const ids = [...jobs.keys()];
   // Issued together, so ioredis writes them back to back: about one round trip for the page.
-  const states = await Promise.all(rows.map(({ id }) => queue.getJobState(id).catch((err: Error) => err)));
+  const states = await Promise.all(ids.map((id) => queue.getJobState(id).catch((err: Error) => err)));
   let requeued = 0;
-  for (const [i, { id, accountId }] of rows.entries()) {
+  for (const [i, id] of ids.entries()) {
+    const { accountId, n } = jobs.get(id) as { accountId: string; n: number };
     const state = states[i];
     try {
       if (state instanceof Error) throw state;
@@ -64,9 +78,9 @@ async function requeueMissing(
         // BullMQ gave up on it (its attempts ran out, e.g. while Postgres was down): a fresh budget.
         await (await queue.getJob(id))?.retry("failed", { resetAttemptsMade: true });
       } else if (state === "unknown") {
-        await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id, priority: volume.next(accountId) });
+        await enqueue(queue, "inbound", { spoolRecipientId: id }, { jobId: id, priority: volume.next(accountId, n) });
       } else continue; // waiting, prioritized, delayed, active…: still there
-      requeued++;
+      requeued += n;
     } catch (err) {
       // One recipient (e.g. retried by another sweeper a moment ago) must not stop the pass.
       logger.warn({ spoolRecipientId: id, err: (err as Error).message }, "could not re-queue recipient");

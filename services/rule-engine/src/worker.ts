@@ -1,14 +1,16 @@
+import { poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
 import { accountVolume, createWorker, RETRY_PRIORITY, type TypedQueue, type Worker } from "@mailroom/queues";
 import { type Periodic, startPeriodic } from "@mailroom/runtime";
-import { processWithBudget } from "./attempts.ts";
+import { processJob } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
 import type { RuleEngineMetrics } from "./metrics.ts";
 import { isDependencyOutage } from "./outage.ts";
-import type { ProcessDeps, ProcessResult } from "./process.ts";
+import type { ProcessDeps } from "./process.ts";
 import { createShield } from "./shield.ts";
+import { storeInBatches } from "./store-batch.ts";
 import { purgeUnusedSpools, sweepPendingRecipients } from "./sweeper.ts";
 
 export type RuleEngine = { worker: Worker; close(): Promise<void> };
@@ -38,20 +40,22 @@ export function startRuleEngine(
   const processDeps: ProcessDeps = {
     ...deps,
     shield: deps.shield ?? createShield(deps.prisma),
+    // Emails stored while another store transaction is in flight share the next one (group commit).
+    storeEmail: deps.storeEmail ?? storeInBatches(poolOf(deps.prisma)),
     ...(deps.memoryBytes ? { memoryBudget: createByteBudget(deps.memoryBytes) } : {}),
   };
   const worker = createWorker(
     "inbound",
     async ({ spoolRecipientId }, job) => {
-      try {
-        await measured(deps.metrics, () => processWithBudget(processDeps, spoolRecipientId, deps.maxTries));
-      } catch (err) {
-        // The retry lane: a try that counted comes back after every first try (BullMQ keeps the
-        // priority through the backoff), so poison using up its tries never delays new mail. A try
-        // an outage cut short keeps its place: it was given back and is not the message's fault.
-        if (!isDependencyOutage(err)) await job.changePriority({ priority: RETRY_PRIORITY }).catch(() => undefined);
-        throw err;
-      }
+      // The job's id is its first recipient's; the others of its group carry it as their jobId.
+      // Each recipient's outcome and time go to the metrics as it ends (attempts.ts processJob).
+      const error = await processJob(processDeps, spoolRecipientId, deps.maxTries, deps.metrics);
+      if (error === undefined) return;
+      // The retry lane: a try that counted comes back after every first try (BullMQ keeps the
+      // priority through the backoff), so poison using up its tries never delays new mail. A try
+      // an outage cut short keeps its place: it was given back and is not the message's fault.
+      if (!isDependencyOutage(error)) await job.changePriority({ priority: RETRY_PRIORITY }).catch(() => undefined);
+      throw error;
     },
     {
       connection: deps.connection,
@@ -71,20 +75,6 @@ export function startRuleEngine(
       await sweepStopped;
     },
   };
-}
-
-/** Runs one job's processing and records its outcome and duration (metrics.ts); a throw is `failed` and rethrown. */
-async function measured(metrics: RuleEngineMetrics | undefined, run: () => Promise<ProcessResult>): Promise<void> {
-  const started = performance.now();
-  const seconds = () => (performance.now() - started) / 1000;
-  let result: ProcessResult;
-  try {
-    result = await run();
-  } catch (err) {
-    metrics?.failed(seconds());
-    throw err;
-  }
-  metrics?.processed(result, seconds());
 }
 
 function logFailures(worker: Worker, logger: Logger): void {

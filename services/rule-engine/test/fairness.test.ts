@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { createLogger } from "@mailroom/log";
-import { poisonMessage, type Seeded, seedAddress, seedDomain, simpleMessage, waitFor } from "@mailroom/testing";
-import { type RuleEngine, startRuleEngine } from "../src/worker.ts";
-import { noDns, type Pipeline, startPipeline } from "./pipeline.ts";
+import { describe, expect, it } from "@jest/globals";
+import type { Job } from "@mailroom/queues";
+import { poisonMessage, seedAddress, seedDomain, simpleMessage, waitFor } from "@mailroom/testing";
+import type { RuleEngine } from "../src/worker.ts";
+import { useQueuedPipeline } from "./driven.ts";
 
 /**
  * Fairness in the `inbound` queue, against the real ingest (jobs queued after each 250, at their
@@ -12,50 +12,39 @@ import { noDns, type Pipeline, startPipeline } from "./pipeline.ts";
  * takes them is the queue's alone.
  */
 describe("fairness in the inbound queue", () => {
-  let p: Pipeline;
-  let a: Seeded;
-  let b: Seeded;
-  let engine: RuleEngine | null = null;
-
-  beforeAll(async () => {
-    p = await startPipeline({ engine: false });
-    a = await seedDomain(p.prisma, "flood-a.example");
-    b = await seedDomain(p.prisma, "quiet-b.example");
+  const t = useQueuedPipeline(async (p) => {
+    const a = await seedDomain(p.prisma, "flood-a.example");
+    const b = await seedDomain(p.prisma, "quiet-b.example");
     await seedAddress(p.prisma, a, "in");
     await seedAddress(p.prisma, b, "in");
+    return { a, b };
   });
-  afterEach(async () => {
-    await engine?.close();
-    engine = null;
-  });
-  afterAll(async () => {
-    await p?.stop();
-  });
-
-  const startEngine = () =>
-    startRuleEngine({
-      prisma: p.prisma,
-      logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
-      deliveryQueue: p.deliveryQueue,
-      inboundQueue: p.queue,
-      connection: p.workerRedis,
-      prefix: p.env.redisPrefix,
-      concurrency: 1,
-      sweepIntervalMs: 3_600_000,
-      resolver: noDns,
-      mtaHostname: "mx.mailroom.test",
-      parser: p.parser,
-    });
+  const startEngine = () => t.startEngine({ concurrency: 1 });
 
   /** Accepted over SMTP; resolves once the ingest's job for it is in Redis. */
   const send = async (to: string, raw: string) => {
+    const { p } = t;
     const r = await p.sendRaw("sender@outside.example", [to], raw);
     expect(r.response).toMatch(/^250 /);
     const rcpt = await p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: r.spoolId! } });
     await waitFor(async () => (await p.queue.getJob(rcpt.id)) ?? null, { what: `the job of ${rcpt.id}` });
     return { spoolId: r.spoolId!, rcptId: rcpt.id };
   };
-  const pendingOf = (accountId: string) => p.prisma.spoolRecipient.count({ where: { accountId, status: "pending" } });
+  /**
+   * Resolves once job `jobId` has completed and the worker is paused. BullMQ fetches the next job
+   * as it completes one (one Redis call), and a paused worker fetches none: so after this, at most
+   * that one job has run after `jobId`.
+   */
+  const pausedAfter = (engine: RuleEngine, jobId: string) =>
+    new Promise<void>((resolve) => {
+      const onCompleted = (job: Job) => {
+        if (job.id !== jobId) return;
+        engine.worker.off("completed", onCompleted);
+        void engine.worker.pause().then(resolve);
+      };
+      engine.worker.on("completed", onCompleted);
+    });
+  const pendingOf = (accountId: string) => t.p.prisma.spoolRecipient.count({ where: { accountId, status: "pending" } });
 
   it("a flood to one account: another account's message is stored while the flood's backlog is still pending", async () => {
     const flood = 30;
@@ -63,12 +52,14 @@ describe("fairness in the inbound queue", () => {
       await send("in@flood-a.example", simpleMessage("x@o.example", "in@flood-a.example", `flood ${i}`));
     const quiet = await send("in@quiet-b.example", simpleMessage("y@o.example", "in@quiet-b.example", "one"));
 
-    engine = startEngine();
-    await p.processed(quiet.spoolId);
+    const engine = startEngine();
+    await pausedAfter(engine, quiet.rcptId);
+    expect((await t.p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: quiet.rcptId } })).status).toBe("stored");
     // First come, first served would have processed all 30 first. The quiet account's message ranks
-    // with the flood's first; at most that one and the job fetched next may have been taken.
-    expect(await pendingOf(a.accountId)).toBeGreaterThanOrEqual(flood - 2);
-    await waitFor(async () => (await pendingOf(a.accountId)) === 0, { what: "the flood processed" });
+    // with the flood's first; at most that one and the job fetched as it completed have been taken.
+    expect(await pendingOf(t.seeded.a.accountId)).toBeGreaterThanOrEqual(flood - 2);
+    engine.worker.resume();
+    await waitFor(async () => (await pendingOf(t.seeded.a.accountId)) === 0, { what: "the flood processed" });
   }, 120_000);
 
   it("retries of failing messages wait behind first tries, even in the same account", async () => {
@@ -76,12 +67,13 @@ describe("fairness in the inbound queue", () => {
     const poisoned: { spoolId: string; rcptId: string }[] = [];
     for (let i = 0; i < poison; i++)
       poisoned.push(await send("in@flood-a.example", poisonMessage("in@flood-a.example")));
+    const { p } = t;
     const tries = async () =>
       (await p.prisma.spoolRecipient.findMany({ where: { id: { in: poisoned.map((x) => x.rcptId) } } })).map(
         (r) => r.attempts,
       );
 
-    engine = startEngine();
+    const engine = startEngine();
     await waitFor(async () => (await tries()).every((n) => n >= 1), { what: "every poison message's first try" });
     // Hold the worker; every retry still backing off is made due now, so all of them are in line
     // before the good message's first try is queued behind them.
@@ -91,11 +83,13 @@ describe("fairness in the inbound queue", () => {
     expect(await p.queue.getDelayedCount()).toBe(0);
     const before = await tries();
     const good = await send("in@flood-a.example", simpleMessage("z@o.example", "in@flood-a.example", "good"));
+    const goodDone = pausedAfter(engine, good.rcptId);
     engine.worker.resume();
 
-    const [row] = await p.processed(good.spoolId);
-    expect(row?.status).toBe("stored");
-    // Behind the good message: at most the one retry fetched as it finished has begun.
+    await goodDone;
+    const row = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: good.rcptId } });
+    expect(row.status).toBe("stored");
+    // Behind the good message: at most the one retry fetched as it completed has begun.
     const after = await tries();
     expect(after.filter((n, i) => n > (before[i] as number)).length).toBeLessThanOrEqual(1);
   }, 120_000);

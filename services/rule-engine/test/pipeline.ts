@@ -88,3 +88,24 @@ export async function startPipeline(
     },
   };
 }
+
+/**
+ * The rule engine's worker on a pipeline started without one (`engine: false`), wired as
+ * startPipeline wires it; for tests that queue jobs first and then let the engine take them.
+ */
+export function startEngineOn(p: Pipeline, opts: { concurrency: number; maxTries?: number }): RuleEngine {
+  return startRuleEngine({
+    prisma: p.prisma,
+    logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
+    deliveryQueue: p.deliveryQueue,
+    inboundQueue: p.queue,
+    connection: p.workerRedis,
+    prefix: p.env.redisPrefix,
+    concurrency: opts.concurrency,
+    ...(opts.maxTries ? { maxTries: opts.maxTries } : {}),
+    sweepIntervalMs: 3_600_000,
+    resolver: noDns,
+    mtaHostname: "mx.mailroom.test",
+    parser: p.parser,
+  });
+}

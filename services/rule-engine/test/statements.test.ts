@@ -8,6 +8,7 @@ import { createParser, type Parser } from "../src/parse.ts";
 import type { ProcessDeps } from "../src/process.ts";
 import { createShield } from "../src/shield.ts";
 import { storeEmail } from "../src/store.ts";
+import { storeInBatches } from "../src/store-batch.ts";
 import { type Pipeline, startPipeline } from "./pipeline.ts";
 
 const noDns = async () => {
@@ -138,14 +139,12 @@ describe("statements per email", () => {
     expect(email.messageId).toBe("<o'brien\\\\'';--\\x@client.example>");
   });
 
-  it("a store that fails inside the pipelined transaction writes nothing, and the pool goes on working", async () => {
-    const rcptId = await accept("rolled back");
+  /** What process.ts would hand to the store for an accepted recipient, with `accountId` to override. */
+  const storeInputFor = async (rcptId: string, accountId: string, messageId: string) => {
     const rcpt = await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId }, include: { spool: true } });
-    const input = {
+    return {
       row: {
-        // No such account: the claim of the recipient and the thread insert run first, then the
-        // foreign keys fail at the end of the statement, after the lock and before the COMMIT.
-        accountId: "acc_not_there",
+        accountId,
         domainId: null,
         addressId: null,
         recipient: rcpt.recipient,
@@ -170,7 +169,7 @@ describe("statements per email", () => {
         traceparent: null,
       },
       email: {
-        messageId: "<rolled-back@client.example>",
+        messageId,
         messageIdPresent: true,
         inReplyTo: null,
         references: [],
@@ -179,7 +178,7 @@ describe("statements per email", () => {
         toAddresses: ["in@counted.example"],
         ccAddresses: [],
         replyTo: [],
-        subject: "rolled back",
+        subject: messageId,
         textBody: "x",
         strippedText: "x",
         htmlBody: "",
@@ -189,6 +188,13 @@ describe("statements per email", () => {
       endpointIds: [endpointId],
       duplicateSince: new Date(0),
     };
+  };
+
+  it("a store that fails inside the pipelined transaction writes nothing, and the pool goes on working", async () => {
+    const rcptId = await accept("rolled back");
+    // No such account: the claim of the recipient and the thread insert run first, then the
+    // foreign keys fail at the end of the statement, after the lock and before the COMMIT.
+    const input = await storeInputFor(rcptId, "acc_not_there", "<rolled-back@client.example>");
     await expect(storeEmail(poolOf(p.prisma), input)).rejects.toMatchObject({ code: "23503" });
     expect((await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id: rcptId } })).status).toBe("pending");
     expect(await p.prisma.thread.count({ where: { accountId: "acc_not_there" } })).toBe(0);
@@ -196,6 +202,50 @@ describe("statements per email", () => {
     // The same recipient, processed for real on the same pool afterwards: stored once.
     expect(await processWithBudget(deps, rcptId)).toMatchObject({ outcome: "stored" });
     expect(await p.prisma.email.count({ where: { spoolRecipientId: rcptId } })).toBe(1);
+  });
+
+  it("stores asked for while one is in flight share the next transaction: one round trip, one commit", async () => {
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await accept(`together ${i}`));
+    const inputs = await Promise.all(
+      ids.map((id, i) => storeInputFor(id, d.accountId, `<together${i}@client.example>`)),
+    );
+    const store = storeInBatches(poolOf(p.prisma));
+    sent = [];
+    const results = await Promise.all(inputs.map((input) => store(input)));
+    expect(results.map((r) => r.kind)).toEqual(["stored", "stored", "stored", "stored", "stored"]);
+    // The first alone (nothing was in flight), the four asked for meanwhile in the next.
+    const words = sent.map((q) => q.text.trim().split(/\s+/)[0]);
+    expect(words).toEqual([
+      "BEGIN",
+      "SELECT",
+      "WITH",
+      "COMMIT",
+      "BEGIN",
+      "SELECT", // the four duplicate locks, in one statement
+      ...Array(4).fill("WITH"),
+      "COMMIT",
+    ]);
+    // Each transaction written at once on a pipelined connection: one round trip each.
+    expect(sent.every((q) => q.pipelined)).toBe(true);
+    expect(await p.prisma.spoolRecipient.count({ where: { id: { in: ids }, status: "stored" } })).toBe(5);
+  });
+
+  it("a store that fails in a shared transaction fails alone: the others are stored, each in its own", async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await accept(`shared ${i}`));
+    const inputs = await Promise.all(
+      ids.map((id, i) => storeInputFor(id, i === 1 ? "acc_not_there" : d.accountId, `<shared${i}@client.example>`)),
+    );
+    const store = storeInBatches(poolOf(p.prisma));
+    const results = await Promise.allSettled(inputs.map((input) => store(input)));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: "23503" });
+    const statuses = await Promise.all(
+      ids.map(async (id) => (await p.prisma.spoolRecipient.findUniqueOrThrow({ where: { id } })).status),
+    );
+    expect(statuses).toEqual(["stored", "pending", "stored"]);
+    expect(await p.prisma.email.count({ where: { spoolRecipientId: { in: ids } } })).toBe(2);
   });
 
   it("a block rule: the load (raw bytes included), one statement for the block record and one for the purge", async () => {

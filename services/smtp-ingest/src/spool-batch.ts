@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { monthKey } from "@mailroom/core";
 import type { Queryable } from "@mailroom/db";
-import { MESSAGE_COLUMNS, type Recipient, recipientsOf, type Spooled, type SpoolInput } from "./spool.ts";
+import { jobGroups, MESSAGE_COLUMNS, type Recipient, recipientsOf, type Spooled, type SpoolInput } from "./spool.ts";
 import { CLAIM_FREE_SHARDS, type Claim, USAGE_SHARDS } from "./usage.ts";
 
 /** What one statement wrote (`accepted`: their spool ids); the other messages must settle alone. */
@@ -31,6 +31,8 @@ export async function spoolTogether(db: Queryable, inputs: SpoolInput[], now = n
     candidates.push({ input, recipients });
   }
 
+  // One job per account (and INBOUND_JOB_RECIPIENTS) across the whole batch, not per message.
+  jobGroups(candidates.flatMap((c) => c.recipients));
   const accounts = [...shares.keys()];
   const r = await db.query<{ accountId: string; shard: number }>({
     name: "ingest-accept-batch",
@@ -55,14 +57,14 @@ export async function spoolTogether(db: Queryable, inputs: SpoolInput[], now = n
   return {
     spooled: {
       spoolIds: written.map((c) => c.input.body.spoolId),
-      recipients: written.flatMap((c) => c.recipients.map(({ id, accountId }) => ({ id, accountId }))),
+      recipients: written.flatMap((c) => c.recipients.map(({ id, accountId, jobId }) => ({ id, accountId, jobId }))),
       claims,
     },
     accepted: new Set(written.map((c) => c.input.body.spoolId)),
   };
 }
 
-/** $1–$5 the claims (usage.ts), $6 the time, $7–$19 the messages, $20–$25 the recipients. */
+/** $1–$5 the claims (usage.ts), $6 the time, $7–$19 the messages, $20–$26 the recipients. */
 const ACCEPT_TOGETHER = `
   WITH ${CLAIM_FREE_SHARDS},
   m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
@@ -74,10 +76,10 @@ const ACCEPT_TOGETHER = `
                  traceparent, off, len)
          WHERE v."accountId" IN (SELECT "accountId" FROM claimed)
         RETURNING id),
-  r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
-        SELECT v.id, v."spoolId", v."accountId", v."domainId", v."addressId", v.recipient, $6
-          FROM unnest($20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[])
-            AS v(id, "spoolId", "accountId", "domainId", "addressId", recipient)
+  r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt", "jobId")
+        SELECT v.id, v."spoolId", v."accountId", v."domainId", v."addressId", v.recipient, $6, v."jobId"
+          FROM unnest($20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::text[])
+            AS v(id, "spoolId", "accountId", "domainId", "addressId", recipient, "jobId")
          WHERE v."spoolId" IN (SELECT id FROM m))
   SELECT "accountId", shard FROM claimed`;
 
@@ -120,4 +122,5 @@ const recipientArrays = (rs: (Recipient & { spoolId: string })[]) => [
   rs.map((r) => r.domainId),
   rs.map((r) => r.addressId),
   rs.map((r) => r.recipient),
+  rs.map((r) => r.jobId),
 ];

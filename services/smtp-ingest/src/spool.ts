@@ -29,10 +29,15 @@ export type SpoolInput = {
   traceparent: string | null;
 };
 
-export type Recipient = Route & { id: string };
+/** `jobId`: the `inbound` job that carries it (jobGroups). */
+export type Recipient = Route & { id: string; jobId: string };
 
 /** What an acceptance wrote: its messages, their recipients (each one the rule engine's work item), the counts. */
-export type Spooled = { spoolIds: string[]; recipients: { id: string; accountId: string }[]; claims: Claim[] };
+export type Spooled = {
+  spoolIds: string[];
+  recipients: { id: string; accountId: string; jobId: string }[];
+  claims: Claim[];
+};
 
 /** A wake-up that could not be queued (the rows stay pending; the rule engine's sweeper queues them). */
 export type SignalFailed = (err: unknown, recipients: number) => void;
@@ -67,9 +72,39 @@ export async function spoolMessage(
   return input.body.spoolId;
 }
 
-/** Recipient rows-to-be of a message, each with its new id (which is also its job's id). */
+/** Recipient rows-to-be of a message, each with its new id, grouped into jobs with each other (jobGroups). */
 export const recipientsOf = (input: SpoolInput): Recipient[] =>
-  input.routes.map((r) => ({ id: newId("spoolRecipient"), ...r }));
+  jobGroups(
+    input.routes.map((r) => {
+      const id = newId("spoolRecipient");
+      return { id, jobId: id, ...r };
+    }),
+  );
+
+/** Recipients one `inbound` job carries at most (the rule engine processes them together). */
+export const INBOUND_JOB_RECIPIENTS = 16;
+
+/**
+ * One `inbound` job per account among recipients written by one statement, of at most
+ * INBOUND_JOB_RECIPIENTS each: every recipient's `jobId` becomes the id of the first recipient of
+ * its group, which is the job's id in Redis and is stored on the row (the sweeper and the rule
+ * engine find a job's recipients by it). Grouped by account so a job keeps its account's place in
+ * the queue (fairness.ts in @mailroom/queues). Mutates and returns `recipients`.
+ */
+export function jobGroups<R extends { id: string; accountId: string; jobId: string }>(recipients: R[]): R[] {
+  const open = new Map<string, { jobId: string; n: number }>();
+  for (const r of recipients) {
+    const group = open.get(r.accountId);
+    if (group && group.n < INBOUND_JOB_RECIPIENTS) {
+      r.jobId = group.jobId;
+      group.n += 1;
+    } else {
+      r.jobId = r.id;
+      open.set(r.accountId, { jobId: r.id, n: 1 });
+    }
+  }
+  return recipients;
+}
 
 /** The Postgres half of spoolMessage: bytes, recipients and usage committed (or nothing, and it throws). */
 export async function spoolRows(pool: pg.Pool, input: SpoolInput, now = new Date()): Promise<Spooled> {
@@ -94,7 +129,11 @@ export async function spoolRows(pool: pg.Pool, input: SpoolInput, now = new Date
     }
     throw err;
   }
-  return { spoolIds: [body.spoolId], recipients: recipients.map(({ id, accountId }) => ({ id, accountId })), claims };
+  return {
+    spoolIds: [body.spoolId],
+    recipients: recipients.map(({ id, accountId, jobId }) => ({ id, accountId, jobId })),
+    claims,
+  };
 }
 
 /**
@@ -105,12 +144,19 @@ export async function spoolRows(pool: pg.Pool, input: SpoolInput, now = new Date
  * and added nothing durable).
  */
 export function signalJobs(signal: Signal, spooled: Spooled): Promise<void> {
+  // One job per group: the first recipient's id, which every recipient of the group carries as jobId.
+  const jobs = new Map<string, { accountId: string; n: number }>();
+  for (const { jobId, accountId } of spooled.recipients) {
+    const job = jobs.get(jobId) ?? { accountId, n: 0 };
+    job.n += 1;
+    jobs.set(jobId, job);
+  }
   return enqueueBulk(
     signal.queue,
     "inbound",
-    spooled.recipients.map(({ id, accountId }) => ({
-      payload: { spoolRecipientId: id },
-      options: { jobId: id, priority: signal.volume.next(accountId) },
+    [...jobs].map(([jobId, { accountId, n }]) => ({
+      payload: { spoolRecipientId: jobId },
+      options: { jobId, priority: signal.volume.next(accountId, n) },
     })),
   ).then(
     () => undefined,
@@ -133,9 +179,9 @@ export const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, "tlsProtocol",
 
 /** Recipient rows from arrays (one statement for any number); `$1` is the spool id, `$2` the time. */
 const RECIPIENTS_FROM_ARRAYS = `
-  SELECT v.id, $1, v."accountId", v."domainId", v."addressId", v.recipient, $2
-    FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-      AS v(id, "accountId", "domainId", "addressId", recipient)`;
+  SELECT v.id, $1, v."accountId", v."domainId", v."addressId", v.recipient, $2, v."jobId"
+    FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+      AS v(id, "accountId", "domainId", "addressId", recipient, "jobId")`;
 
 const recipientArrays = (rs: Recipient[]) => [
   rs.map((r) => r.id),
@@ -143,6 +189,7 @@ const recipientArrays = (rs: Recipient[]) => [
   rs.map((r) => r.domainId),
   rs.map((r) => r.addressId),
   rs.map((r) => r.recipient),
+  rs.map((r) => r.jobId),
 ];
 
 /** The columns before `raw`, in MESSAGE_COLUMNS order. */
@@ -164,15 +211,15 @@ const messageHead = (input: SpoolInput) => {
 /** A message held in memory as stored: our Received header, then the client's bytes. */
 export const storedBytes = (input: SpoolInput): Buffer => Buffer.concat([input.received, input.body.tail]);
 
-/** Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 the recipients, $13–$21 the rest. */
+/** Parameters: $1–$5 the claim, $6 the spool id, $7 the time, $8–$12 and $22 the recipients, $13–$21 the rest. */
 const ACCEPT_IN_ONE_STATEMENT = `
   WITH c AS (${CLAIM_FREE_SHARD}),
   m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
         SELECT $6, $13, $14, $15, $16, $17, $18, $19, $20, $21, $7 FROM c RETURNING id),
-  r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
-        SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7
-          FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-            AS v(id, "accountId", "domainId", "addressId", recipient))
+  r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt", "jobId")
+        SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7, v."jobId"
+          FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $22::text[])
+            AS v(id, "accountId", "domainId", "addressId", recipient, "jobId"))
   SELECT shard FROM c`;
 
 /**
@@ -196,9 +243,10 @@ async function acceptInOneStatement(
       ...claimParams(request),
       input.body.spoolId,
       now,
-      ...recipientArrays(recipients),
+      ...recipientArrays(recipients).slice(0, 5),
       ...messageHead(input).slice(1),
       storedBytes(input),
+      recipients.map((r) => r.jobId),
     ],
   });
   const shard = r.rows[0]?.shard;
@@ -248,7 +296,7 @@ function acceptInTransaction(
       await db.query(`DELETE FROM spool_chunks WHERE "uploadId" = $1`, [body.spoolId]);
     }
     await db.query(
-      `INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt")
+      `INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt", "jobId")
        ${RECIPIENTS_FROM_ARRAYS}`,
       [body.spoolId, now, ...recipientArrays(recipients)],
     );

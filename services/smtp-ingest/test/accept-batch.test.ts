@@ -86,7 +86,7 @@ describe("accepting concurrent sessions in one batch", () => {
     sum: await metric(registry, "mailroom_smtp_accept_batch_messages", "mailroom_smtp_accept_batch_messages_sum"),
   });
 
-  it("six sessions: the first alone, the five behind it in one statement; all stored with their jobs", async () => {
+  it("six sessions: the first alone, the five behind it in one statement, one job each; all stored with their jobs", async () => {
     const d = await seedDomain(t.prisma, "batch.example", { plan: "scale" });
     await seedAddress(t.prisma, d, "info");
     const registry = new Registry();
@@ -109,9 +109,14 @@ describe("accepting concurrent sessions in one batch", () => {
       expect(client.toString().startsWith(sessions[ids.indexOf(row.id)]!.body)).toBe(true);
       expect(createHash("sha256").update(client).digest("hex")).toBe(row.sha256);
       expect(row.recipients).toHaveLength(1);
-      const job = await t.queue.getJob(row.recipients[0]!.id);
-      expect(job?.data).toEqual({ spoolRecipientId: row.recipients[0]!.id });
+      // The job of its accept group (one per account and statement): the group's first recipient's id.
+      const { jobId } = row.recipients[0]!;
+      const job = await waitFor(async () => (await t.queue.getJob(jobId!)) ?? null, { what: `job ${jobId}` });
+      expect(job.data).toEqual({ spoolRecipientId: jobId });
     }
+    const groups = new Set(rows.map((r) => r.recipients[0]!.jobId));
+    expect(groups.size).toBe(2);
+    expect([...groups].every((g) => rows.some((r) => r.recipients[0]!.id === g))).toBe(true);
     expect(await monthlyReceived(t.prisma, d.accountId, month)).toBe(6);
     await ingest.close();
   });
