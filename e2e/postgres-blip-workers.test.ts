@@ -10,7 +10,7 @@ import {
   sparePort,
   startDnsServer,
 } from "@mailroom/testing";
-import { type Blip, blipEnv, loggedPostgresError, waitingForLock, whileAlive } from "./postgres-blip.ts";
+import { type Blip, blipEnv, jobEvents, waitingForLock, whileAlive } from "./postgres-blip.ts";
 import { type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";
 
 /**
@@ -79,12 +79,19 @@ describe("the rule engine cut in the middle of its store transaction", () => {
 
     const stored = async () =>
       (await b.prisma.spoolRecipient.findMany({ where: { recipient: to } })).every((r) => r.status === "stored");
-    await whileAlive(engine, async () => loggedPostgresError(engine, "inbound job"), "the job failing as an outage");
-    await whileAlive(engine, stored, "the retried job to store the message", 120_000);
+    await whileAlive(engine, stored, "the message stored", 120_000);
     const [rcpt] = await b.prisma.spoolRecipient.findMany({ where: { recipient: to } });
+    // Retried: the job ran again after the cut and completed. (The cut try's COMMIT was already in
+    // Postgres's input and may have committed the store: then the retry finds it stored.)
+    const ranTwiceAndCompleted = async () => {
+      const events = await jobEvents(b, rcpt?.id ?? "");
+      return events.filter((e) => e === "active").length >= 2 && events.at(-1) === "completed";
+    };
+    await whileAlive(engine, ranTwiceAndCompleted, "the job retried and completed", 120_000);
     expect(await b.prisma.email.count({ where: { spoolRecipientId: rcpt?.id } })).toBe(1);
-    // The cut try was an outage, not the message's fault: the budget shows one try, the one that worked.
-    expect(rcpt?.attempts).toBe(1);
+    // The cut try was an outage, not the message's fault: never more than the one try that stored it
+    // is counted (none, when the give-back landed before the cut try's own COMMIT did).
+    expect(rcpt?.attempts).toBeLessThanOrEqual(1);
     await whileAlive(engine, async () => true, "the rule engine still running");
   }, 300_000);
 });
@@ -98,6 +105,13 @@ describe("the retention pass cut while it holds its lock", () => {
 
   it("leaves the domain-verifier up, and the next pass deletes what the cut one could not", async () => {
     const f = fixtures(b.prisma, new Date());
+    const advisoryLocks = async () =>
+      (
+        await poolOf(b.prisma).query(
+          `SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+            WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`,
+        )
+      ).rowCount;
     const expired = await f.email({ account: await f.account(30), days: 31 });
     // The pass takes its advisory lock, deletes the email in a batch transaction, then waits for this
     // thread lock: both its lock holder and its batch connection are checked out when Postgres goes.
@@ -117,17 +131,14 @@ describe("the retention pass cut while it holds its lock", () => {
         "the retention pass to wait for the thread",
         120_000,
       );
-      const advisory = await poolOf(b.prisma).query(
-        `SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-          WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`,
-      );
-      expect(advisory.rowCount).toBe(1);
+      expect(await advisoryLocks()).toBe(1);
       b.proxy.down();
       await holder.query("ROLLBACK");
     } finally {
       await holder.end();
     }
-    await whileAlive(verifier, async () => loggedPostgresError(verifier, "retention pass"), "the pass failing");
+    // The lock went with its session; the process must outlive both and take it again.
+    await whileAlive(verifier, async () => (await advisoryLocks()) === 0, "the retention lock gone with its session");
     b.proxy.up();
     await whileAlive(
       verifier,

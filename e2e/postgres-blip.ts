@@ -1,5 +1,6 @@
 import { createPrisma, type PrismaClient, poolOf } from "@mailroom/db";
 import { createTestEnv, type PgProxy, startPgProxy, type TestEnv, waitFor } from "@mailroom/testing";
+import { Redis } from "ioredis";
 import type { ServiceProcess } from "./service-processes.ts";
 
 /**
@@ -63,4 +64,19 @@ export function unlessExited<T>(p: ServiceProcess, promise: Promise<T>): Promise
   });
   exited.catch(() => undefined);
   return Promise.race([promise, exited]);
+}
+
+/** What BullMQ's event stream of the `inbound` queue says happened to one job, in order. */
+export async function jobEvents(b: Blip, jobId: string): Promise<string[]> {
+  const redis = new Redis(b.env.redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    const entries = await redis.xrange(`${b.env.redisPrefix}:inbound:events`, "-", "+");
+    return entries.flatMap(([, fields]) => {
+      const f = new Map<string, string>();
+      for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i] as string, fields[i + 1] as string);
+      return f.get("jobId") === jobId ? [f.get("event") ?? ""] : [];
+    });
+  } finally {
+    redis.disconnect();
+  }
 }
