@@ -26,7 +26,7 @@ beforeAll(async () => {
   // Two more messages today: the overview shows 3.
   await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });
   await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId });
-  await createMember(stack, acct.accountId, "owner@browser.example.com", PASSWORD);
+  await createMember(stack, acct.accountId, "owner@browser.example.com", PASSWORD, { cheapHash: true });
   ui = await openConsole(stack.apiUrl);
   page = ui.page;
   foreign = ui.foreign;
@@ -181,7 +181,7 @@ describe("console in chromium", () => {
     await page.getByRole("link", { name: "API keys" }).click();
     await page.getByLabel("Name").fill("from the browser");
     await page.getByRole("button", { name: "Create key" }).click();
-    const key = ((await page.getByTestId("new-key").textContent({ timeout: 30_000 })) ?? "").trim();
+    const key = ((await page.getByTestId("new-key").textContent(WAIT)) ?? "").trim();
     expect(key).toMatch(/^svc_/);
     const use = () => fetch(`${stack.apiUrl}/api/v1/account`, { headers: { authorization: `Bearer ${key}` } });
     expect((await use()).status).toBe(200);

@@ -139,7 +139,7 @@ beforeAll(async () => {
     })
   ).id;
   mail.long = (await seedEmail(stack.prisma, acct.accountId, { domainId: f.domainId, subject: LONG_SUBJECT })).id;
-  await createMember(stack, acct.accountId, "reader@hostile.example.com", PASSWORD);
+  await createMember(stack, acct.accountId, "reader@hostile.example.com", PASSWORD, { cheapHash: true });
   ui = await openConsole(stack.apiUrl);
   page = ui.page;
   // Counts, per URL, the console's fetches whose answer the page has read (or that failed or were

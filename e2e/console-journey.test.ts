@@ -30,7 +30,7 @@ beforeAll(async () => {
     maxAttempts: 2,
   });
   await acct.api("POST", "/api/v1/addresses", { domainId: dom.body.id, localPart: "orders", endpointId: ep.body.id });
-  await createMember(stack, acct.accountId, "ops@journey-dead.example.com", PASSWORD);
+  await createMember(stack, acct.accountId, "ops@journey-dead.example.com", PASSWORD, { cheapHash: true });
   ui = await openConsole(stack.apiUrl);
 }, 120_000);
 afterAll(async () => {
@@ -55,7 +55,7 @@ describe("a dead delivery, in the console", () => {
     });
     smtp.close();
     // Polling brings it in; nothing reloads the page.
-    await page.getByRole("button", { name: "order 1" }).click({ timeout: 60_000 });
+    await page.getByRole("button", { name: "order 1" }).click();
     await page.getByRole("heading", { name: "order 1" }).waitFor(WAIT);
     const frame = page.frameLocator('iframe[title="HTML body"]');
     await frame.getByText("Order one").waitFor(WAIT);
@@ -68,7 +68,7 @@ describe("a dead delivery, in the console", () => {
   it("its delivery fails until dead: highlighted and counted; retry from the page delivers it", async () => {
     const dead = await waitFor(
       () => stack.prisma.delivery.findFirst({ where: { accountId: acct.accountId, status: "dead" } }),
-      { what: "the delivery to die", timeoutMs: 90_000 },
+      { what: "the delivery to die", timeoutMs: WAIT.timeout },
     );
     deliveryId = dead.id;
     expect(receiver.requests.filter((r) => r.path === "/hook")).toHaveLength(2);
@@ -89,7 +89,7 @@ describe("a dead delivery, in the console", () => {
     await page.getByRole("button", { name: `Retry delivery ${deliveryId}` }).click();
     await waitFor(() => stack.prisma.delivery.findFirst({ where: { id: deliveryId, status: "delivered" } }), {
       what: "the retried delivery to be delivered",
-      timeoutMs: 60_000,
+      timeoutMs: WAIT.timeout,
     });
     await page.getByLabel("Status").selectOption("delivered");
     await page.locator('tr[data-status="delivered"]', { hasText: deliveryId }).waitFor(WAIT);

@@ -40,7 +40,7 @@ beforeAll(async () => {
   );
   stack = await startStack({
     backoffUnitMs: 20,
-    domainDns: createDomainDns({ servers: [dns.server], timeoutMs: 500, tries: 1 }),
+    domainDns: createDomainDns({ servers: [dns.server], timeoutMs: 10_000, tries: 1 }),
   });
   acct = await stack.account();
   const m = await stack.admin(
@@ -262,7 +262,7 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
       attachments: [{ filename: "po-42.txt", content: "purchase order 42", contentType: "text/plain" }],
     });
     smtp.close();
-    await page.getByRole("button", { name: "Order 42" }).waitFor({ timeout: 60_000 });
+    await page.getByRole("button", { name: "Order 42" }).waitFor(WAIT);
     // The list is asked again only when the stream says so (Mail polls only if the stream is refused).
     expect(emailListRequests.length - listsBefore).toBeGreaterThanOrEqual(1);
     await shots("mail");
@@ -313,11 +313,11 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
   it("its webhook was delivered; on Deliveries the next message's delivery shows up delivered by itself", async () => {
     const hook = await waitFor(
       async () => receiver.requests.find((r) => r.path === "/orders" && r.body.toString().includes("Order 42")),
-      { what: "the webhook", timeoutMs: 60_000 },
+      { what: "the webhook", timeoutMs: WAIT.timeout },
     );
     expect(hook.headers["x-service-signature"]).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     await page.getByRole("link", { name: /Deliveries/ }).click();
-    await page.locator('tr[data-status="delivered"]').waitFor({ timeout: 60_000 });
+    await page.locator('tr[data-status="delivered"]').waitFor(WAIT);
     await page.locator('[data-testid="live"][data-state="live"]').waitFor(WAIT);
     const smtp = nodemailer.createTransport({ host: "127.0.0.1", port: stack.smtpPort, ignoreTLS: true });
     await smtp.sendMail({
@@ -328,7 +328,7 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
     });
     smtp.close();
     // No click, no reload: the stream's email.received and delivery.succeeded bring the new row.
-    await page.locator('tr[data-status="delivered"]').nth(1).waitFor({ timeout: 60_000 });
+    await page.locator('tr[data-status="delivered"]').nth(1).waitFor(WAIT);
     expect(await page.locator("tbody tr").count()).toBe(2);
     await shots("deliveries");
     expect(ui.foreign).toEqual([]);
@@ -345,20 +345,20 @@ describe("a new member, console only, from sign-in to a delivered webhook", () =
     });
     smtp.close();
     const dead = page.locator('tr[data-status="dead"]');
-    await dead.waitFor({ timeout: 90_000 });
+    await dead.waitFor(WAIT);
     await page.getByTestId("dead-count").filter({ hasText: "1" }).waitFor(WAIT);
     await shots("deliveries-dead");
     down = false;
     await page.getByRole("button", { name: "Retry all dead deliveries of endpoint orders hook" }).click();
-    await dead.waitFor({ state: "detached", timeout: 90_000 });
+    await dead.waitFor({ state: "detached", ...WAIT });
     await page.getByTestId("dead-count").waitFor({ state: "detached", ...WAIT });
     const rows = await stack.prisma.delivery.findMany({ where: { accountId: acct.accountId } });
     await waitFor(
       async () =>
         (await stack.prisma.delivery.count({ where: { accountId: acct.accountId, status: "delivered" } })) ===
         rows.length,
-      { what: "every delivery delivered", timeoutMs: 60_000 },
+      { what: "every delivery delivered", timeoutMs: WAIT.timeout },
     );
-    await page.locator('tr[data-status="delivered"]').nth(2).waitFor({ timeout: 60_000 });
+    await page.locator('tr[data-status="delivered"]').nth(2).waitFor(WAIT);
   });
 });

@@ -63,7 +63,7 @@ beforeAll(async () => {
       createdAt: new Date(Date.now() - (106 - (k + 1)) * 1000),
     })),
   });
-  await createMember(stack, acct.accountId, "pager@paging.example", PASSWORD);
+  await createMember(stack, acct.accountId, "pager@paging.example", PASSWORD, { cheapHash: true });
   ui = await openConsole(stack.apiUrl);
   page = ui.page;
   await ui.signIn("pager@paging.example", PASSWORD);

@@ -27,7 +27,7 @@ beforeAll(async () => {
   stack = await startStack({ services: { ingest: false, ruleEngine: false, dispatcher: false } });
   acct = await stack.account({ plan: "free" });
   f = await seedEverything(stack, acct, "shield.example.com");
-  await createMember(stack, acct.accountId, "owner@shield.example.com", PASSWORD);
+  await createMember(stack, acct.accountId, "owner@shield.example.com", PASSWORD, { cheapHash: true });
   ui = await openConsole(stack.apiUrl);
   page = ui.page;
   await ui.signIn("owner@shield.example.com", PASSWORD);

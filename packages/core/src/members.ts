@@ -22,11 +22,17 @@ function derive(password: string, salt: Buffer, o: { N: number; r: number; p: nu
   );
 }
 
-/** `scrypt$N$r$p$salt$hash` (base64url): the parameters travel with the hash, so they can be raised later. */
-export async function hashPassword(password: string): Promise<string> {
+export type ScryptCost = { N: number; r: number; p: number };
+
+/**
+ * `scrypt$N$r$p$salt$hash` (base64url): the parameters travel with the hash, so they can be raised
+ * later. `cost` is for test fixtures only (a member a browser test signs in as); members always get
+ * the default.
+ */
+export async function hashPassword(password: string, cost: ScryptCost = SCRYPT): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, SCRYPT);
-  return ["scrypt", SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString("base64url"), key.toString("base64url")].join("$");
+  const key = await derive(password, salt, cost);
+  return ["scrypt", cost.N, cost.r, cost.p, salt.toString("base64url"), key.toString("base64url")].join("$");
 }
 
 /** Timing-safe check; a malformed stored hash never matches. */

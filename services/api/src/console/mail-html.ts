@@ -25,8 +25,8 @@ const SANITIZE_DEADLINE_MS = 20_000;
 export type { SanitizedHtml };
 
 export type MailSanitizer = {
-  /** The sanitized part, or null when it is too large or took too long to sanitize. */
-  sanitize(html: string, opts: { remoteImages: boolean }): Promise<SanitizedHtml | null>;
+  /** The sanitized part, or why it is not shown: over MAX_RENDERED_HTML, or past the deadline. */
+  sanitize(html: string, opts: { remoteImages: boolean }): Promise<SanitizedHtml | "too-large" | "timed-out">;
   close(): Promise<void>;
 };
 
@@ -40,14 +40,31 @@ const WORKER = new URL(`./mail-html-worker${import.meta.url.endsWith(".ts") ? ".
  */
 export function createMailSanitizer(): MailSanitizer {
   let pool: Piscina<SanitizeTask, SanitizedHtml> | undefined;
+  // A fresh thread first loads jsdom (seconds on a busy machine): that is not the part's time, so a
+  // small task warms it, without a deadline, before any part's deadline starts.
+  let warm: Promise<unknown> | undefined;
+  const started = () => {
+    if (!pool) {
+      pool = new Piscina({ filename: WORKER.href, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 });
+      pool.on("workerDestroy", () => {
+        warm = undefined;
+      });
+    }
+    const p = pool;
+    warm ??= p.run({ html: "", remoteImages: false }).catch((err: unknown) => {
+      warm = undefined;
+      throw err;
+    });
+    return warm.then(() => p);
+  };
   return {
     async sanitize(html, { remoteImages }) {
-      if (Buffer.byteLength(html) > MAX_RENDERED_HTML) return null;
-      pool ??= new Piscina({ filename: WORKER.href, minThreads: 0, maxThreads: 1, idleTimeout: 60_000 });
+      if (Buffer.byteLength(html) > MAX_RENDERED_HTML) return "too-large";
+      const p = await started();
       try {
-        return await pool.run({ html, remoteImages }, { signal: AbortSignal.timeout(SANITIZE_DEADLINE_MS) });
+        return await p.run({ html, remoteImages }, { signal: AbortSignal.timeout(SANITIZE_DEADLINE_MS) });
       } catch (err) {
-        if ((err as Error).name === "AbortError") return null;
+        if ((err as Error).name === "AbortError") return "timed-out";
         throw err;
       }
     },
@@ -84,6 +101,10 @@ export function mailFrameDocument(sanitizedHtml: string): string {
   ].join("");
 }
 
-/** What the frame shows instead of an HTML part too large or too complex to sanitize. */
-export const notShownDocument = (): string =>
-  mailFrameDocument("<p>This HTML part is too large to show here. Download the .eml to read it.</p>");
+/** What the frame shows instead of an HTML part that is too large, or took too long to make safe. */
+export const notShownDocument = (why: "too-large" | "timed-out"): string =>
+  mailFrameDocument(
+    why === "too-large"
+      ? "<p>This HTML part is too large to show here. Download the .eml to read it.</p>"
+      : "<p>This HTML part could not be made safe to show in time. Reload to try again, or download the .eml.</p>",
+  );

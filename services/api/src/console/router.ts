@@ -109,7 +109,7 @@ const memberRoutes: ConsoleRoute[] = [
       res.setHeader("X-Frame-Options", "SAMEORIGIN");
       res.setHeader("Referrer-Policy", "no-referrer");
       res.setHeader("X-Content-Type-Options", "nosniff");
-      res.type("html").send(clean ? mailFrameDocument(clean.html) : notShownDocument());
+      res.type("html").send(typeof clean === "string" ? notShownDocument(clean) : mailFrameDocument(clean.html));
     },
   },
   {
