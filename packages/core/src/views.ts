@@ -88,6 +88,8 @@ export type EndpointRow = {
   maxAttempts: number;
   active: boolean;
   createdAt: Date;
+  /** Set while the endpoint's circuit is open (the start of its run of failures); null when healthy. */
+  failingSince: Date | null;
 };
 
 /** Never includes the secret: it is shown once, by the create response only. */
@@ -102,6 +104,7 @@ export function endpointView(e: EndpointRow) {
     maxAttempts: e.maxAttempts,
     active: e.active,
     createdAt: e.createdAt.toISOString(),
+    failingSince: e.failingSince?.toISOString() ?? null,
   };
 }
 

@@ -229,6 +229,7 @@ describe("REST resources: domains, addresses, endpoints, account", () => {
         timeoutSeconds: 10,
         maxAttempts: 5,
         active: true,
+        failingSince: null,
       });
       expect(c.body.secret).toMatch(/^whsec_[0-9A-Za-z]{24,}$/);
       const g = await acct.api("GET", `${V}/endpoints/${c.body.id}`);

@@ -907,6 +907,8 @@ export interface components {
              * @description ISO 8601 UTC timestamp with milliseconds
              */
             createdAt: string;
+            /** @description null while deliveries succeed; otherwise since when the endpoint has been failing (the first of the failed attempts in a row that opened its circuit): its due deliveries then wait for one probe attempt at a time */
+            failingSince: string | null;
             headers: {
                 [key: string]: string;
             };
@@ -926,6 +928,8 @@ export interface components {
              * @description ISO 8601 UTC timestamp with milliseconds
              */
             createdAt: string;
+            /** @description null while deliveries succeed; otherwise since when the endpoint has been failing (the first of the failed attempts in a row that opened its circuit): its due deliveries then wait for one probe attempt at a time */
+            failingSince: string | null;
             headers: {
                 [key: string]: string;
             };
@@ -963,6 +967,8 @@ export interface components {
              * @description ISO 8601 UTC timestamp with milliseconds
              */
             createdAt: string;
+            /** @description null while deliveries succeed; otherwise since when the endpoint has been failing (the first of the failed attempts in a row that opened its circuit): its due deliveries then wait for one probe attempt at a time */
+            failingSince: string | null;
             headers: {
                 [key: string]: string;
             };

@@ -72,6 +72,11 @@ export const endpointSchema = z
     maxAttempts: z.number().int(),
     active: z.boolean(),
     createdAt: timestamp,
+    failingSince: timestamp
+      .nullable()
+      .describe(
+        "null while deliveries succeed; otherwise since when the endpoint has been failing (the first of the failed attempts in a row that opened its circuit): its due deliveries then wait for one probe attempt at a time",
+      ),
   })
   .meta({ id: "Endpoint" });
 

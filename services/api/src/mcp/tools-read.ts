@@ -53,14 +53,17 @@ export const readTools: ToolDef[] = [
     title: "List endpoints",
     description:
       "List the account's delivery endpoints (webhook, slack or discord URLs with headers, timeout and retry " +
-      `budget). Signing secrets are never shown. ${PAGED}`,
+      "budget; failingSince is set while an endpoint keeps failing and its deliveries wait for probe attempts). " +
+      `Signing secrets are never shown. ${PAGED}`,
     input: listEndpointsQuery,
     run: (ctx, accountId, args) => listEndpoints(ctx, accountId, asQuery(args)),
   }),
   readTool({
     name: "get_endpoint",
     title: "Get an endpoint",
-    description: "Get one delivery endpoint by id (without its signing secret).",
+    description:
+      "Get one delivery endpoint by id (without its signing secret); failingSince is non-null while it keeps " +
+      "failing (since when), null when healthy.",
     input: idInput("endpoint", "ep"),
     run: (ctx, accountId, { id }) => getEndpoint(ctx, accountId, id),
   }),

@@ -186,6 +186,8 @@ export async function updateEndpoint(ctx: OpsContext, accountId: string, id: str
       ...(input.timeoutSeconds !== undefined ? { timeoutSeconds: input.timeoutSeconds } : {}),
       ...(input.maxAttempts !== undefined ? { maxAttempts: input.maxAttempts } : {}),
       ...(input.active !== undefined ? { active: input.active } : {}),
+      // A new URL or a re-activation is the owner saying "try again": a failing endpoint's probe is due now.
+      ...(input.url !== undefined || input.active === true ? { probeAt: new Date() } : {}),
     },
   });
   return endpointView(row);
