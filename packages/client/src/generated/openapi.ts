@@ -271,6 +271,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/emails/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What happened to an email: received, verdicts, shield decision, stored, deliveries and attempts */
+        get: operations["getEmailsIdEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/emails/{id}/raw": {
         parameters: {
             query?: never;
@@ -860,6 +877,185 @@ export interface components {
             /** @description ClamAV: PASS, FAIL (virusSignature names what was found), GRAY when no scan result (clamd not configured, unreachable, past its deadline, or refusing the message), PROCESSING_FAILED; DISABLED on outbound mail */
             virusVerdict: string;
         };
+        EmailEventAuthenticated: {
+            arc: {
+                /** @description why, in words, when the pipeline recorded one */
+                reason: string | null;
+                /** @description ARC: PASS, FAIL, GRAY or PROCESSING_FAILED (null: not computed) */
+                verdict: string | null;
+            };
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            at: string;
+            dkim: {
+                /** @description why, in words, when the pipeline recorded one */
+                reason: string | null;
+                /** @description DKIM: PASS, FAIL, GRAY or PROCESSING_FAILED (null: not computed) */
+                verdict: string | null;
+            };
+            dmarc: {
+                /** @description a DMARC failure vouched for by a trusted ARC sealer */
+                overriddenByArc: boolean;
+                /** @description why, in words, when the pipeline recorded one */
+                reason: string | null;
+                /** @description DMARC: PASS, FAIL, GRAY or PROCESSING_FAILED (null: not computed) */
+                verdict: string | null;
+            };
+            spam: {
+                /** @description why, in words, when the pipeline recorded one */
+                reason: string | null;
+                /** @description Spam: PASS, FAIL, GRAY or PROCESSING_FAILED (null: not computed) */
+                verdict: string | null;
+            };
+            spf: {
+                /** @description why, in words, when the pipeline recorded one */
+                reason: string | null;
+                /** @description SPF: PASS, FAIL, GRAY or PROCESSING_FAILED (null: not computed) */
+                verdict: string | null;
+            };
+            /** @constant */
+            type: "authenticated";
+            virus: {
+                /** @description why, in words, when the pipeline recorded one */
+                reason: string | null;
+                /** @description Virus (ClamAV): PASS, FAIL, GRAY or PROCESSING_FAILED (null: not computed) */
+                verdict: string | null;
+            };
+        };
+        EmailEventDelivery: {
+            /**
+             * Format: date-time
+             * @description when the delivery was created
+             */
+            at: string;
+            attemptCount: number;
+            /** @description oldest first */
+            attempts: {
+                durationMs: number;
+                /** @description null on success */
+                error: string | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp with milliseconds
+                 */
+                finishedAt: string;
+                number: number;
+                /** @description the first 300 characters of the response (GET /deliveries/{id}: 4 KB) */
+                responseExcerpt: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp with milliseconds
+                 */
+                startedAt: string;
+                /** @description null when no response arrived */
+                statusCode: number | null;
+            }[];
+            deliveredAt: string | null;
+            deliveryId: string;
+            endpoint: {
+                id: string;
+                name: string;
+                type: string;
+            };
+            maxAttempts: number;
+            nextAttemptAt: string | null;
+            /** @enum {string} */
+            status: "pending" | "retrying" | "delivered" | "dead";
+            /** @constant */
+            type: "delivery";
+        };
+        EmailEventReceived: {
+            /**
+             * Format: date-time
+             * @description when the SMTP transaction was accepted (250)
+             */
+            at: string;
+            clientIp: string | null;
+            /** @description the name the client gave in HELO/EHLO */
+            helo: string | null;
+            /** @description envelope sender (MAIL FROM) */
+            mailFrom: string | null;
+            /** @description envelope recipient this copy was accepted for */
+            recipient: string | null;
+            sizeBytes: number | null;
+            /** @description the STARTTLS session; null: the client did not use TLS */
+            tls: {
+                cipher: string;
+                protocol: string;
+            } | null;
+            /** @constant */
+            type: "received";
+        };
+        EmailEvents: {
+            /** @enum {string} */
+            direction: "inbound" | "outbound";
+            emailId: string;
+            /** @description inbound: received, authenticated, shield, stored, then one delivery per destination; outbound: stored, sent, deliveries */
+            events: (components["schemas"]["EmailEventReceived"] | components["schemas"]["EmailEventAuthenticated"] | components["schemas"]["EmailEventShield"] | components["schemas"]["EmailEventStored"] | components["schemas"]["EmailEventSent"] | components["schemas"]["EmailEventDelivery"])[];
+        };
+        EmailEventSent: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            at: string;
+            attempts: number;
+            /** @description the relay's last reply, or the connection error */
+            lastReply: string | null;
+            sentAt: string | null;
+            /** @description queued | retrying | sent | failed */
+            status: string;
+            /** @constant */
+            type: "sent";
+        };
+        EmailEventShield: {
+            /** @description the deciding rule's action as stored with the email */
+            action: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            at: string;
+            /**
+             * @description none: no rule matched (blocked mail is never stored)
+             * @enum {string}
+             */
+            decision: "none" | "allow" | "route";
+            reason: string;
+            rule: {
+                /** @description edited (or deleted) after this message was processed */
+                changedSince: boolean;
+                /** @description the rule's current conditions */
+                conditions: {
+                    field: string;
+                    /** @description the condition re-checked against the stored message */
+                    matched: boolean;
+                    operator: string;
+                    value: string | null;
+                }[];
+                deleted: boolean;
+                id: string;
+                /** @description null when the rule has been deleted since */
+                name: string | null;
+                priority: number | null;
+            } | null;
+            /** @constant */
+            type: "shield";
+        };
+        EmailEventStored: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            at: string;
+            /** @description rule-engine tries it took (null: not received over SMTP) */
+            processingTries: number | null;
+            threadId: string;
+            /** @constant */
+            type: "stored";
+        };
         /** @description Body of every `email.received` webhook delivery */
         EmailReceivedEvent: {
             /**
@@ -1119,6 +1315,13 @@ export type DnsRecordCheck = components['schemas']['DnsRecordCheck'];
 export type Domain = components['schemas']['Domain'];
 export type DomainVerification = components['schemas']['DomainVerification'];
 export type Email = components['schemas']['Email'];
+export type EmailEventAuthenticated = components['schemas']['EmailEventAuthenticated'];
+export type EmailEventDelivery = components['schemas']['EmailEventDelivery'];
+export type EmailEventReceived = components['schemas']['EmailEventReceived'];
+export type EmailEvents = components['schemas']['EmailEvents'];
+export type EmailEventSent = components['schemas']['EmailEventSent'];
+export type EmailEventShield = components['schemas']['EmailEventShield'];
+export type EmailEventStored = components['schemas']['EmailEventStored'];
 export type EmailReceivedEvent = components['schemas']['EmailReceivedEvent'];
 export type EmailSummary = components['schemas']['EmailSummary'];
 export type Endpoint = components['schemas']['Endpoint'];
@@ -3077,6 +3280,86 @@ export interface operations {
                 };
             };
             /** @description Email or attachment not found, or the attachment was not stored */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "RateLimit-Reset"?: number;
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; the body names the request id (X-Request-Id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmailsIdEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The email's timeline, in order */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailEvents"];
+                };
+            };
+            /** @description Invalid input: the message names the field and the rule */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or malformed Authorization header; unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found or not the caller's */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -2,10 +2,12 @@
  * The `list_*` and `get_*` tools. Inputs reuse the REST query schemas where the service layer
  * exports them, so an agent sees the same filters, limits and messages as a REST client.
  */
+
 import { z } from "zod";
 import { getAddress, listAddresses, listAddressesQuery } from "../ops/addresses.ts";
 import { getBlock, listBlocks, listBlocksQuery } from "../ops/blocks.ts";
 import { getDomain, listDomains, listDomainsQuery } from "../ops/domains.ts";
+import { getEmailEvents } from "../ops/email-events.ts";
 import { getEmail, getThread, listEmails, listEmailsQuery, listThreads, listThreadsQuery } from "../ops/emails.ts";
 import { getEndpoint, listEndpoints, listEndpointsQuery } from "../ops/endpoints.ts";
 import { getShieldRule, listShieldRules } from "../ops/shield-rules.ts";
@@ -89,6 +91,17 @@ export const readTools: ToolDef[] = [
       "and TLS session (null on outbound mail).",
     input: idInput("email", "em"),
     run: (ctx, accountId, { id }) => getEmail(ctx, accountId, id),
+  }),
+  readTool({
+    name: "get_email_timeline",
+    title: "Get what happened to an email",
+    description:
+      "The timeline of one email (id from list_emails or get_email): received (client IP, HELO, TLS), the " +
+      "verdicts with reasons (SPF, DKIM, DMARC, ARC, spam, virus), which shield rule decided and why (its " +
+      "conditions re-checked against the message), stored, then each delivery with every attempt (status, " +
+      "error, duration, response excerpt). Use it to answer 'did my webhook get this message, and if not why'.",
+    input: idInput("email", "em"),
+    run: (ctx, accountId, { id }) => getEmailEvents(ctx, accountId, id),
   }),
   readTool({
     name: "list_threads",

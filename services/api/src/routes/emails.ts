@@ -1,8 +1,10 @@
 import type { Response } from "express";
 import { z } from "zod";
+import { emailEventsSchema } from "../lib/email-events-schema.ts";
 import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { emailSchema, emailSummarySchema, idParams, pageOf } from "../lib/schemas.ts";
+import { getEmailEvents } from "../ops/email-events.ts";
 import { attachmentParams, getAttachment, getEmail, getRawEmail, listEmails, listEmailsQuery } from "../ops/emails.ts";
 
 const tag = "Emails";
@@ -46,6 +48,20 @@ export const emailsRoutes: Route[] = [
     },
     handle: async (ctx, { req, res, params }) => {
       res.json(await getEmail(ctx, accountOf(req), params.id));
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/emails/:id/events",
+    doc: {
+      tag,
+      summary: "What happened to an email: received, verdicts, shield decision, stored, deliveries and attempts",
+      params: idParams,
+      responses: { 200: { description: "The email's timeline, in order", schema: emailEventsSchema } },
+      errors: { 404: "Not found or not the caller's" },
+    },
+    handle: async (ctx, { req, res, params }) => {
+      res.json(await getEmailEvents(ctx, accountOf(req), params.id));
     },
   }),
   route({
