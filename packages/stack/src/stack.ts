@@ -8,7 +8,7 @@ import { startObservability, type WorkerBoot } from "@mailroom/observability";
 import { loadSenderEnv, startSenderService } from "@mailroom/outbound-sender";
 import { createRedisConnections, type TypedQueue } from "@mailroom/queues";
 import { type DnsResolve, loadRuleEngineEnv, startRuleEngineService } from "@mailroom/rule-engine";
-import { loadIngestEnv, startIngestService } from "@mailroom/smtp-ingest";
+import { loadIngestEnv, type RouteCache, startIngestService } from "@mailroom/smtp-ingest";
 import type { S3Settings } from "@mailroom/storage";
 import { createTestEnv, type TestEnv } from "@mailroom/testing";
 import { loadDispatcherEnv, startDispatcherService } from "@mailroom/webhook-dispatcher";
@@ -20,6 +20,8 @@ export type Stack = {
   /** The API's express app (for walking its routes). */
   app: ApiService["app"];
   smtpPort: number;
+  /** The ingest's RCPT route cache, when `ingestEnv` turned it on. */
+  rcptRoutes?: RouteCache;
   inboundQueue: TypedQueue<"inbound">;
   deliveryQueue: TypedQueue<"delivery">;
   /** Queue `forward`: deliveries to email destinations; a test starts the outbound sender on it. */
@@ -70,6 +72,11 @@ export type StackOptions = {
   outbound?: { relayUrl: string; maxAttempts?: number; backoffUnitMs?: number };
   /** More API settings, as a deployment sets them (e.g. API_TRUSTED_PROXIES). */
   apiEnv?: Record<string, string>;
+  /**
+   * More ingest settings. The RCPT route cache is off unless set here (SMTP_RCPT_CACHE_TTL_MS): a
+   * test that changes an address and sends at once would race the change's notification.
+   */
+  ingestEnv?: Record<string, string>;
 };
 
 /** What the API puts in links (it listens on an ephemeral port, so not its own URL). */
@@ -96,7 +103,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const services = { ingest: true, ruleEngine: true, dispatcher: true, domainVerifier: false, ...opts.services };
   try {
     const api = await startApi(shared, opts, closers);
-    const smtpPort = services.ingest ? await startIngest(shared, opts, closers) : 0;
+    const ingest = services.ingest ? await startIngest(shared, opts, closers) : undefined;
     if (services.ruleEngine) await startEngine(shared, opts, closers);
     if (services.dispatcher) await startDispatch(shared, opts, api.url, closers);
     if (services.domainVerifier) await startDomainVerifier(shared, opts, closers);
@@ -108,7 +115,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       prisma: shared.prisma,
       apiUrl: api.url,
       app: api.app,
-      smtpPort,
+      smtpPort: ingest?.port ?? 0,
+      ...(ingest?.routes ? { rcptRoutes: ingest.routes } : {}),
       events: api.events,
       admin,
       account: (o) => newAccount(admin, api.url, o),
@@ -201,7 +209,7 @@ async function startApi(shared: Shared, opts: StackOptions, closers: Closer[]) {
   return api;
 }
 
-async function startIngest(shared: Shared, opts: StackOptions, closers: Closer[]): Promise<number> {
+async function startIngest(shared: Shared, opts: StackOptions, closers: Closer[]) {
   const env = loadIngestEnv({
     ...commonEnv(shared, opts),
     SMTP_PORT: "0",
@@ -211,13 +219,15 @@ async function startIngest(shared: Shared, opts: StackOptions, closers: Closer[]
     SMTP_SOCKET_TIMEOUT_MS: "30000",
     SMTP_MAX_CONNECTIONS: "100",
     SMTP_MAX_CONNECTIONS_PER_IP: "50",
+    SMTP_RCPT_CACHE_TTL_MS: "0",
+    ...opts.ingestEnv,
   });
   const ingest = await startIngestService(env, {
     boot: await bootOf("smtp-ingest", shared, closers),
     server: { closeTimeoutMs: 500 },
   });
   closers.push(() => ingest.close());
-  return ingest.port;
+  return ingest;
 }
 
 async function startEngine(shared: Shared, opts: StackOptions, closers: Closer[]) {

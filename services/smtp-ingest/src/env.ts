@@ -65,6 +65,12 @@ export const ingestEnvSchema = z
      * accept-batch.ts): at most this many per batch; 1 writes each alone.
      */
     SMTP_ACCEPT_BATCH_MESSAGES: z.coerce.number().int().positive().default(64),
+    /**
+     * RCPT answers are reused this long at most (route-cache.ts): Postgres notifies every change to
+     * domains, addresses and plans and the cache drops what it concerns at once; this bounds what a
+     * notification lost without a dropped connection could leave. 0 turns the cache off.
+     */
+    SMTP_RCPT_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
     /** Slices of an unfinished message idle this long (left by a crash) are purged. */
     SPOOL_STAGING_TTL_MS: z.coerce.number().int().positive().default(3_600_000),
   })

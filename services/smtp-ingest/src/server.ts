@@ -53,6 +53,8 @@ export type IngestOptions = {
   registry?: Registry;
   /** A span per mail transaction (transaction-trace.ts); absent: none. */
   tracing?: Tracing;
+  /** Wraps the grouped RCPT lookup (service.ts: the route cache, route-cache.ts); absent: Postgres each time. */
+  rcptLookup?: (grouped: Lookup) => Lookup;
 };
 
 export type IngestServer = SMTPServer & { shuttingDown: () => void };
@@ -89,7 +91,7 @@ export function createIngestServer(opts: IngestOptions): IngestServer {
   const ingest: Ingest = {
     opts,
     data: opts.data ?? defaultDataOptions(),
-    lookup: lookupInBatches(db),
+    lookup: (opts.rcptLookup ?? ((grouped) => grouped))(lookupInBatches(db)),
     spool: acceptInBatches(
       db,
       {

@@ -1,12 +1,16 @@
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { poolOf } from "@mailroom/db";
+import type { Logger } from "@mailroom/log";
 import { type BootDeps, bootProducer, type RunningService, serviceStarted } from "@mailroom/observability";
 import { listen } from "@mailroom/runtime";
 import { startTracing } from "@mailroom/tracing";
 import { defaultBatchLimits } from "./accept-batch.ts";
 import { DataBudget } from "./data-budget.ts";
 import type { IngestEnv } from "./env.ts";
+import type { Lookup } from "./rcpt-lookup.ts";
+import { RouteCache } from "./route-cache.ts";
+import { listenForRouteChanges, type RouteListener } from "./route-listener.ts";
 import { createIngestServer, type IngestOptions } from "./server.ts";
 import { startStagingPurge } from "./staging.ts";
 
@@ -21,6 +25,8 @@ export type IngestService = RunningService & {
   server: ReturnType<typeof createIngestServer>;
   /** The port it listens on (the one chosen when SMTP_PORT is 0). */
   port: number;
+  /** The RCPT route cache; absent when SMTP_RCPT_CACHE_TTL_MS is 0. */
+  routes?: RouteCache;
 };
 
 /** The SMTP ingest process, wired once for main.ts and the test stack. */
@@ -32,8 +38,10 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
   const queue = boot.redisConnections.queue("inbound", boot.producerRedis);
   // A span per mail transaction when OTEL_EXPORTER_OTLP_ENDPOINT is set (no SDK loaded otherwise).
   const tracing = await startTracing("smtp-ingest", env, logger);
+  const routes = routeCache(env, logger);
   const server = createIngestServer({
     ...ingestOptions(env),
+    ...(routes ? { rcptLookup: routes.wrap } : {}),
     prisma,
     registry: obs.registry,
     queue,
@@ -56,9 +64,27 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
   const service = serviceStarted(boot, deps.boot, [
     { name: "smtp", close: closeSmtp },
     { name: "queue", close: () => queue.close() },
+    { name: "rcpt routes", close: () => routes?.listener?.close() },
     { name: "tracing", close: () => tracing.shutdown() },
   ]);
-  return { ...service, server, port };
+  return { ...service, server, port, ...(routes?.cache ? { routes: routes.cache } : {}) };
+}
+
+/**
+ * RCPT routes cached, dropped on Postgres notifications (route-cache.ts, route-listener.ts). Made
+ * with the server; until the listener has said LISTEN, lookups read Postgres.
+ */
+function routeCache(env: IngestEnv, logger: Logger) {
+  if (env.SMTP_RCPT_CACHE_TTL_MS === 0) return undefined;
+  const made: { cache?: RouteCache; listener?: RouteListener; wrap: (grouped: Lookup) => Lookup } = {
+    wrap: (grouped) => {
+      const cache = new RouteCache(grouped, { ttlMs: env.SMTP_RCPT_CACHE_TTL_MS });
+      made.cache = cache;
+      made.listener = listenForRouteChanges(env.DATABASE_URL, cache, logger);
+      return cache.lookup;
+    },
+  };
+  return made;
 }
 
 /** The server's settings as the env gives them (limits, slow-client policy, batching, TLS). */
