@@ -28,18 +28,52 @@ export function Button(props: {
   );
 }
 
-export const Loading = () => (
-  <p className="muted" role="status">
-    Loading…
+export const Loading = ({ what }: { what?: string }) => (
+  <p className="muted loading" role="status" aria-live="polite">
+    <span className="spinner" aria-hidden="true" />
+    Loading{what ? ` ${what}` : ""}…
   </p>
 );
 
-export const ErrorNote = ({ message }: { message: string | undefined }) =>
+/** A failed load or action; `onRetry` adds a Try again button (a load the reader can repeat). */
+export const ErrorNote = ({ message, onRetry }: { message: string | undefined; onRetry?: () => unknown }) =>
   message ? (
     <p className="error" role="alert">
       {message}
+      {onRetry && (
+        <>
+          {" "}
+          <button type="button" className="btn small" onClick={() => onRetry()}>
+            Try again
+          </button>
+        </>
+      )}
     </p>
   ) : null;
+
+/**
+ * What every view does with a load (useAsync): "Loading…" until the first answer, the error with
+ * Try again when there is nothing to show, the empty state when `isEmpty`, else the content. A
+ * reload keeps the content on screen; its failure is shown above it.
+ */
+export function Loaded<T>(props: {
+  state: { data?: T; error?: string; loading: boolean; reload: () => unknown };
+  what?: string;
+  isEmpty?: (data: T) => boolean;
+  empty?: ReactNode;
+  children: (data: T) => ReactNode;
+}) {
+  const { data, error, loading, reload } = props.state;
+  if (data === undefined) {
+    return loading ? <Loading what={props.what} /> : <ErrorNote message={error ?? "Could not load"} onRetry={reload} />;
+  }
+  return (
+    <>
+      <ErrorNote message={error} onRetry={reload} />
+      {props.isEmpty?.(data) && props.empty !== undefined ? props.empty : props.children(data)}
+    </>
+  );
+}
 
 export function Empty({ title, children }: { title: string; children: ReactNode }) {
   return (
@@ -50,7 +84,41 @@ export function Empty({ title, children }: { title: string; children: ReactNode 
   );
 }
 
-export const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "—");
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ["year", 365 * 86_400_000],
+  ["month", 30 * 86_400_000],
+  ["week", 7 * 86_400_000],
+  ["day", 86_400_000],
+  ["hour", 3_600_000],
+  ["minute", 60_000],
+  ["second", 1000],
+];
+const relativeFormat = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+
+/** "just now", "5 minutes ago", "in 2 hours", "yesterday": the largest unit that is at least one. */
+export function relativeTime(iso: string, now = Date.now()): string {
+  const diff = new Date(iso).getTime() - now;
+  if (Number.isNaN(diff)) return iso;
+  if (Math.abs(diff) < 45_000) return "just now";
+  for (const [unit, ms] of UNITS) {
+    if (Math.abs(diff) >= ms || unit === "second") return relativeFormat.format(Math.round(diff / ms), unit);
+  }
+  return iso;
+}
+
+/** A time as people read it ("3 minutes ago"), the exact local and UTC time on hover (title). */
+export function RelativeTime({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span className="muted">—</span>;
+  const exact = new Date(iso);
+  return (
+    <time dateTime={iso} title={`${exact.toLocaleString()} (${iso})`}>
+      {relativeTime(iso)}
+    </time>
+  );
+}
+
+/** Every time shown in the console: relative, exact on hover (RelativeTime). */
+export const when = (iso: string | null) => <RelativeTime iso={iso} />;
 
 /** A secret the server shows this once (API key, endpoint secret), with a copy button. */
 export function ShownOnce(props: { what: string; value: string; testId: string; onDone: () => void }) {

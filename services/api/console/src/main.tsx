@@ -97,7 +97,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         <span className="brand">mailroom</span>
         <Nav path={path} dead={dead} />
         <span className="who">
-          {session.email}{" "}
+          <span className="member-email" title={session.email}>
+            {session.email}
+          </span>
           <button
             type="button"
             className="btn"
