@@ -27,6 +27,7 @@ import {
 import { refuseUnstorableText } from "./lib/storable-text.ts";
 import { mcpRouter } from "./mcp/http.ts";
 import type { OpsContext } from "./ops/context.ts";
+import { prefetchEmailList } from "./routes/emails.ts";
 import { outboundBodyParser } from "./routes/outbound.ts";
 import { signedFilesRouter } from "./routes/signed-files.ts";
 import { v1Router, v1Routes } from "./routes/v1.ts";
@@ -176,7 +177,7 @@ function mountInterfaces(app: Express, deps: AppDeps, apiRoutes: RegisteredRoute
   app.use([API_PREFIX, MCP_PATH, CONSOLE_API_PREFIX], noStore);
   app.use(
     API_PREFIX,
-    authMiddleware(deps.prisma),
+    authMiddleware(deps.prisma, prefetchEmailList(deps)),
     rateLimitMiddleware(deps.redis, deps.rateLimit ?? DEFAULT_RATE_LIMIT, deps.logger),
     answerOptions(apiRoutes),
     outboundBodyParser(),

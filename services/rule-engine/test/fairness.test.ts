@@ -11,6 +11,9 @@ import { useQueuedPipeline } from "./driven.ts";
  * engine runs one job at a time and starts only once the jobs are queued, so the order in which it
  * takes them is the queue's alone.
  */
+/** The last guard of every wait (a busy machine runs the 30 messages slowly; nothing here times anything). */
+const GUARD_MS = 120_000;
+
 describe("fairness in the inbound queue", () => {
   const t = useQueuedPipeline(async (p) => {
     const a = await seedDomain(p.prisma, "flood-a.example");
@@ -27,7 +30,10 @@ describe("fairness in the inbound queue", () => {
     const r = await p.sendRaw("sender@outside.example", [to], raw);
     expect(r.response).toMatch(/^250 /);
     const rcpt = await p.prisma.spoolRecipient.findFirstOrThrow({ where: { spoolId: r.spoolId! } });
-    await waitFor(async () => (await p.queue.getJob(rcpt.id)) ?? null, { what: `the job of ${rcpt.id}` });
+    await waitFor(async () => (await p.queue.getJob(rcpt.id)) ?? null, {
+      what: `the job of ${rcpt.id}`,
+      timeoutMs: GUARD_MS,
+    });
     return { spoolId: r.spoolId!, rcptId: rcpt.id };
   };
   /**
@@ -59,8 +65,11 @@ describe("fairness in the inbound queue", () => {
     // with the flood's first; at most that one and the job fetched as it completed have been taken.
     expect(await pendingOf(t.seeded.a.accountId)).toBeGreaterThanOrEqual(flood - 2);
     engine.worker.resume();
-    await waitFor(async () => (await pendingOf(t.seeded.a.accountId)) === 0, { what: "the flood processed" });
-  }, 120_000);
+    await waitFor(async () => (await pendingOf(t.seeded.a.accountId)) === 0, {
+      what: "the flood processed",
+      timeoutMs: GUARD_MS,
+    });
+  }, 600_000);
 
   it("retries of failing messages wait behind first tries, even in the same account", async () => {
     const poison = 6;
@@ -74,7 +83,10 @@ describe("fairness in the inbound queue", () => {
       );
 
     const engine = startEngine();
-    await waitFor(async () => (await tries()).every((n) => n >= 1), { what: "every poison message's first try" });
+    await waitFor(async () => (await tries()).every((n) => n >= 1), {
+      what: "every poison message's first try",
+      timeoutMs: GUARD_MS,
+    });
     // Hold the worker; every retry still backing off is made due now, so all of them are in line
     // before the good message's first try is queued behind them.
     await engine.worker.pause();
@@ -92,5 +104,5 @@ describe("fairness in the inbound queue", () => {
     // Behind the good message: at most the one retry fetched as it completed has begun.
     const after = await tries();
     expect(after.filter((n, i) => n > (before[i] as number)).length).toBeLessThanOrEqual(1);
-  }, 120_000);
+  }, 600_000);
 });

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { AppError } from "@mailroom/core";
 import { type PrismaClient, poolOf } from "@mailroom/db";
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 
 export type KeyScope = "read" | "full";
 export type AuthContext = { accountId: string; keyId: string; scope: KeyScope };
@@ -17,6 +17,8 @@ declare global {
        * authenticated the request: the API key's, or the console session's.
        */
       reauthenticate?: () => Promise<string>;
+      /** A read started beside the key check (authMiddleware's `prefetch`); taken by its route. */
+      prefetched?: Promise<unknown>;
     }
   }
 }
@@ -65,10 +67,36 @@ export function requireWrite(auth: AuthContext): void {
   }
 }
 
+/**
+ * A read a route can start beside the key check, scoped by the key's hash rather than the account
+ * (the emails list): the two round trips overlap instead of following each other. Reads only; its
+ * result, or its error (a bad query string), reaches the caller only through the route, after the
+ * key check and the rate limit have passed, so an anonymous caller still learns nothing but 401.
+ */
+export type Prefetch = (req: Request, keyHash: string) => Promise<unknown> | undefined;
+
+function startPrefetch(req: Request, header: string | undefined, prefetch: Prefetch): void {
+  const m = header ? BEARER.exec(header.trim()) : null;
+  if (!m) return;
+  const started = prefetch(req, hashApiKey(m[1] as string));
+  if (!started) return;
+  // Handled here so a read whose key then fails is not an unhandled rejection; the route awaits it.
+  started.catch(() => undefined);
+  req.prefetched = started;
+}
+
+/** The read started beside the key check for this request, once (undefined: none, read it now). */
+export function takePrefetched<T>(req: Request): Promise<T> | undefined {
+  const p = req.prefetched as Promise<T> | undefined;
+  req.prefetched = undefined;
+  return p;
+}
+
 /** Authenticates every request and refuses writes by read-only keys before any handler runs. */
-export function authMiddleware(prisma: PrismaClient): RequestHandler {
+export function authMiddleware(prisma: PrismaClient, prefetch?: Prefetch): RequestHandler {
   return async (req, _res, next) => {
     const header = req.header("authorization");
+    if (prefetch && isReadMethod(req.method)) startPrefetch(req, header, prefetch);
     req.auth = await authenticate(prisma, header);
     req.reauthenticate = async () => (await authenticate(prisma, header)).accountId;
     if (!isReadMethod(req.method)) requireWrite(req.auth);

@@ -1,11 +1,21 @@
 import type { Response } from "express";
 import { z } from "zod";
+import { type Prefetch, takePrefetched } from "../lib/auth.ts";
 import { emailEventsSchema } from "../lib/email-events-schema.ts";
 import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { emailSchema, emailSummarySchema, idParams, pageOf } from "../lib/schemas.ts";
+import type { OpsContext } from "../ops/context.ts";
 import { getEmailEvents } from "../ops/email-events.ts";
-import { attachmentParams, getAttachment, getEmail, getRawEmail, listEmails, listEmailsQuery } from "../ops/emails.ts";
+import {
+  attachmentParams,
+  getAttachment,
+  getEmail,
+  getRawEmail,
+  listEmails,
+  listEmailsByKey,
+  listEmailsQuery,
+} from "../ops/emails.ts";
 
 const tag = "Emails";
 const binary = z.string().meta({ format: "binary" });
@@ -22,6 +32,12 @@ export function sendAttachment(res: Response, att: { filename: string; contentTy
   res.send(Buffer.from(att.content.buffer, att.content.byteOffset, att.content.byteLength));
 }
 
+/** `GET /emails` (the API's hottest read) starts its page beside the key check: auth.ts Prefetch. */
+export const prefetchEmailList =
+  (ctx: OpsContext): Prefetch =>
+  (req, keyHash) =>
+    req.path === "/emails" ? listEmailsByKey(ctx, keyHash, req.query) : undefined;
+
 export const emailsRoutes: Route[] = [
   route({
     method: "GET",
@@ -33,7 +49,8 @@ export const emailsRoutes: Route[] = [
       responses: { 200: { description: "A page of email summaries", schema: pageOf(emailSummarySchema) } },
     },
     handle: async (ctx, { req, res }) => {
-      res.json(await listEmails(ctx, accountOf(req), req.query));
+      const accountId = accountOf(req);
+      res.json(await (takePrefetched<unknown>(req) ?? listEmails(ctx, accountId, req.query)));
     },
   }),
   route({
