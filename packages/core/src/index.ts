@@ -10,6 +10,7 @@ export * from "./payload.ts";
 export * from "./payload-schema.ts";
 export * from "./plans.ts";
 export * from "./reply-text.ts";
+export * from "./retention.ts";
 export * from "./shield/index.ts";
 export * from "./signing.ts";
 export * from "./ssrf.ts";

@@ -3,6 +3,7 @@ export * from "./blobs.ts";
 export * from "./client.ts";
 export * from "./cursor.ts";
 export * from "./ids.ts";
+export * from "./members.ts";
 export { ensureDatabase, listMigrations, migrate } from "./migrate.ts";
 export { migrationsDir } from "./paths.ts";
 export * from "./pool.ts";

@@ -1,4 +1,5 @@
 import { commonEnv, dnsServersEnv, envBoolean, healthEnv, parseEnv } from "@mailroom/config";
+import { BUILTIN_RETENTION_DAYS, parseRetentionDays } from "@mailroom/core";
 import { byteStoreEnv, requireS3Settings } from "@mailroom/storage";
 import { z } from "zod";
 import { parseProxyEntry } from "./lib/client-address.ts";
@@ -20,6 +21,22 @@ export const apiEnvSchema = z.object({
   /** Signs pagination cursors so they cannot be forged. Set the same value on every API replica. */
   /** Empty counts as unset (docker-compose passes `${CURSOR_SECRET:-}` through). */
   CURSOR_SECRET: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(8).default(DEV_CURSOR_SECRET)),
+  /**
+   * What new accounts keep (days, or "forever"): the admin CLI creates accounts with it, the API
+   * shows it (GET /account, the console). Set the same value for both.
+   */
+  DEFAULT_RETENTION_DAYS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === "") return BUILTIN_RETENTION_DAYS;
+      const r = parseRetentionDays(v);
+      if ("error" in r) {
+        ctx.addIssue({ code: "custom", message: r.error });
+        return z.NEVER;
+      }
+      return r.days;
+    }),
   /** Local development only: lets endpoints point at private addresses (SSRF guard off). */
   ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
   /** Largest JSON request body (larger → 413). */

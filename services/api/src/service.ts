@@ -116,6 +116,7 @@ function apiApp(env: ApiEnv, { boot, bytes, events, queues, mailHtml, domainDns 
       dkimDomain: env.DKIM_DOMAIN,
       publicApiUrl: env.PUBLIC_API_URL,
       allowPrivateDestinations: env.ALLOW_PRIVATE_DESTINATIONS,
+      defaultRetentionDays: env.DEFAULT_RETENTION_DAYS,
     },
   });
 }

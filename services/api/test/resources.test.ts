@@ -380,9 +380,10 @@ describe("REST resources: domains, addresses, endpoints, account", () => {
         limits: { shieldRules: 3, monthlyAllotment: 3000 },
         usage: { month, received: 42, remaining: 2958, shieldRules: 0 },
         retentionDays: 30,
+        defaultRetentionDays: 30,
         createdAt: expect.any(String),
       });
-      // Retention is the operator's to set (admin CLI); "forever" shows as null.
+      // An operator sets retention with the admin CLI too (members: PATCH /account); "forever" shows as null.
       await stack.admin("accounts", "set-retention", "--account", a.accountId, "--days", "forever");
       expect((await a.api("GET", `${V}/account`)).body).toMatchObject({ retentionDays: null });
       await stack.admin("accounts", "set-retention", "--account", a.accountId, "--days", "90");

@@ -48,6 +48,25 @@ describe("admin CLI commands", () => {
     expect((await prisma.account.findUniqueOrThrow({ where: { id: String(acc.id) } })).retentionDays).toBe(365);
   });
 
+  it("gives new accounts the installation's DEFAULT_RETENTION_DAYS; --retention-days still wins; a bad value is refused", async () => {
+    const before = process.env.DEFAULT_RETENTION_DAYS;
+    try {
+      process.env.DEFAULT_RETENTION_DAYS = "90";
+      expect((await ok("accounts", "create", "--name", "Ninety")).retentionDays).toBe(90);
+      expect((await ok("accounts", "create", "--name", "Seven", "--retention-days", "7")).retentionDays).toBe(7);
+      process.env.DEFAULT_RETENTION_DAYS = "forever";
+      const kept = await ok("accounts", "create", "--name", "Forever");
+      expect((await prisma.account.findUniqueOrThrow({ where: { id: String(kept.id) } })).retentionDays).toBeNull();
+      process.env.DEFAULT_RETENTION_DAYS = "0";
+      const r = await runCommand(prisma, ["accounts", "create", "--name", "Bad"]);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.error).toMatch(/DEFAULT_RETENTION_DAYS[\s\S]*from 1 to 3650/);
+    } finally {
+      if (before === undefined) delete process.env.DEFAULT_RETENTION_DAYS;
+      else process.env.DEFAULT_RETENTION_DAYS = before;
+    }
+  });
+
   it("prints a key once, stores only its hash, defaults to read-only, and revokes", async () => {
     const acc = await ok("accounts", "create", "--name", "Keys");
     const k = await ok("keys", "create", "--account", String(acc.id));

@@ -1,4 +1,11 @@
-import { DEFAULT_ADMIN_PLAN, limitValue, type PlanName, planLimits } from "@mailroom/core";
+import {
+  BUILTIN_RETENTION_DAYS,
+  DEFAULT_ADMIN_PLAN,
+  limitValue,
+  MAX_RETENTION_DAYS as MAX_DAYS,
+  type PlanName,
+  planLimits,
+} from "@mailroom/core";
 import { apiKeyView, monthlyReceived, newApiKey, newId, type PrismaClient } from "@mailroom/db";
 
 /**
@@ -12,9 +19,12 @@ export type Row = Record<string, unknown>;
 
 const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
 
-/** What a new account keeps (the column's default too); an operator may choose 1–3650 days or forever. */
-export const DEFAULT_RETENTION_DAYS = 30;
-export const MAX_RETENTION_DAYS = 3650;
+/**
+ * What a new account keeps when neither --retention-days nor DEFAULT_RETENTION_DAYS says (the
+ * column's default too); an operator may choose 1–3650 days or forever.
+ */
+export const DEFAULT_RETENTION_DAYS = BUILTIN_RETENTION_DAYS;
+export const MAX_RETENTION_DAYS = MAX_DAYS;
 
 export async function createAccount(
   prisma: PrismaClient,

@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_PLAN, PLAN_NAMES, type PlanName } from "@mailroom/core";
+import { DEFAULT_ADMIN_PLAN, PLAN_NAMES, type PlanName, parseRetentionDays, RETENTION_HINT } from "@mailroom/core";
 import type { PrismaClient } from "@mailroom/db";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { record, table } from "./format.ts";
@@ -38,11 +38,9 @@ const plan = () =>
 const retention = (flags: string) =>
   new Option(flags, `days mail is kept (1–${ops.MAX_RETENTION_DAYS}), or "forever"`).argParser(
     (v): number | "forever" => {
-      if (v === "forever") return v;
-      const days = Number(v);
-      if (!Number.isInteger(days) || days < 1 || days > ops.MAX_RETENTION_DAYS)
-        throw new InvalidArgumentError(`a whole number of days from 1 to ${ops.MAX_RETENTION_DAYS}, or "forever"`);
-      return days;
+      const r = parseRetentionDays(v);
+      if ("error" in r) throw new InvalidArgumentError(RETENTION_HINT);
+      return r.days ?? "forever";
     },
   );
 
@@ -78,7 +76,10 @@ function accountCommands(program: Command, { db, leaf, list, one }: Kit) {
   leaf(accounts, "create", "create an account")
     .requiredOption("--name <name>", "display name")
     .addOption(plan().default(DEFAULT_ADMIN_PLAN))
-    .addOption(retention("--retention-days <days>").default(ops.DEFAULT_RETENTION_DAYS))
+    .addOption(
+      // The installation's default for new accounts (DEFAULT_RETENTION_DAYS, which the API shows too).
+      retention("--retention-days <days>").env("DEFAULT_RETENTION_DAYS").default(ops.DEFAULT_RETENTION_DAYS),
+    )
     .action(one((o) => ops.createAccount(db(), str(o.name), o.plan as PlanName, days(o.retentionDays))));
   leaf(accounts, "set-plan", "change an account's plan (lifts or sets its rule cap and monthly allotment)")
     .requiredOption("--account <id>", "account id (acc_…)")

@@ -10,6 +10,7 @@ import { refuseUnstorableText } from "../lib/storable-text.ts";
 import { createKey, listKeys, revokeKey } from "../ops/api-keys.ts";
 import type { OpsContext } from "../ops/context.ts";
 import { getEmail } from "../ops/emails.ts";
+import { inviteMember, listMembersOf, removeMemberOf } from "../ops/members.ts";
 import { getOverview } from "../ops/overview.ts";
 import { v1Router } from "../routes/v1.ts";
 import { clearSessionCookie, setSessionCookie } from "./cookies.ts";
@@ -131,6 +132,28 @@ const memberRoutes: ConsoleRoute[] = [
     path: "/api-keys/:id",
     handle: async ({ ctx }, req, res) => {
       res.json(await revokeKey(ctx, accountOf(req), String(req.params.id)));
+    },
+  },
+  {
+    method: "GET",
+    path: "/members",
+    handle: async ({ ctx }, req, res) => {
+      res.json(await listMembersOf(ctx, accountOf(req), req.member?.memberId));
+    },
+  },
+  {
+    method: "POST",
+    path: "/members",
+    handle: async ({ ctx }, req, res) => {
+      res.status(201).json(await inviteMember(ctx, accountOf(req), req.body));
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/members/:id",
+    handle: async ({ ctx }, req, res) => {
+      await removeMemberOf(ctx, accountOf(req), String(req.params.id));
+      res.status(204).end();
     },
   },
 ];

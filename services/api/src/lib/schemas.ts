@@ -147,6 +147,11 @@ export const accountSchema = z
       .describe(
         "mail older than this many days is deleted (emails, raw MIME, attachments, blocks, deliveries); null: kept forever",
       ),
+    defaultRetentionDays: z
+      .number()
+      .int()
+      .nullable()
+      .describe("what new accounts on this installation keep (the operator's DEFAULT_RETENTION_DAYS); null: forever"),
     createdAt: timestamp,
   })
   .meta({ id: "Account" });

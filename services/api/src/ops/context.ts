@@ -15,6 +15,8 @@ export type OpsContext = {
     dkimDomain: string;
     publicApiUrl: string;
     allowPrivateDestinations: boolean;
+    /** DEFAULT_RETENTION_DAYS: what new accounts keep (null: forever); absent: 30 (shown on GET /account). */
+    defaultRetentionDays?: number | null;
   };
   /** SSRF check for endpoint URLs; resolves the host and refuses non-public addresses. */
   checkDestination: (url: string) => Promise<{ ok: true } | { ok: false; error: string }>;

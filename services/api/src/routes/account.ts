@@ -1,7 +1,7 @@
 import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { accountSchema } from "../lib/schemas.ts";
-import { getAccount } from "../ops/account.ts";
+import { getAccount, updateAccount, updateAccountBody } from "../ops/account.ts";
 
 export const accountRoutes: Route[] = [
   route({
@@ -14,6 +14,19 @@ export const accountRoutes: Route[] = [
     },
     handle: async (ctx, { req, res }) => {
       res.json(await getAccount(ctx, accountOf(req)));
+    },
+  }),
+  route({
+    method: "PATCH",
+    path: "/account",
+    doc: {
+      tag: "Account",
+      summary: "Rename the caller's account or change how long its mail is kept",
+      body: updateAccountBody,
+      responses: { 200: { description: "The account", schema: accountSchema } },
+    },
+    handle: async (ctx, { req, res }) => {
+      res.json(await updateAccount(ctx, accountOf(req), req.body));
     },
   }),
 ];
