@@ -176,10 +176,15 @@ try {
    * trial) and their circuits closed, so each trial meets a neighbour that starts failing now.
    */
   async function resetNeighbours() {
-    for (const r of [healthy, ...neighbourReceivers]) r.requests.length = 0;
     await env.pool.query(`UPDATE deliveries SET status = 'dead' WHERE "endpointId" = ANY($1) AND status <> 'dead'`, [
       allBad,
     ]);
+    // A quiet start: the last trial's jobs (parked, delayed retries) gone, its attempts finished (a
+    // hanging one within the endpoint's 5 s timeout), so no trial pays for the one before it.
+    await queue.drain(true);
+    const deadline = Date.now() + 60_000;
+    while ((await queue.getActiveCount()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    for (const r of [healthy, ...neighbourReceivers]) r.requests.length = 0;
     await env.pool.query(
       `UPDATE endpoints SET "consecutiveFailures" = 0, "failureRunStartedAt" = NULL, "failingSince" = NULL, "probeAt" = NULL
         WHERE id = ANY($1)`,

@@ -126,6 +126,29 @@ describe("GET /api/v1/events", () => {
     await waitFor(async () => sa.comments.includes("heartbeat"), { what: "a heartbeat" });
   });
 
+  it("streams endpoint.failing when an endpoint's circuit opens; the Endpoint shows failingSince", async () => {
+    const sa = await open(stack.apiUrl, a.key);
+    await waitFor(async () => stack.events.listenerCount(a.accountId) >= 1, { what: "stream listening" });
+    const domainId = (await a.api("GET", "/api/v1/domains")).body.data[0].id;
+    const ep = await a.api("POST", "/api/v1/endpoints", {
+      name: "down",
+      url: `${receiver.url}/fail-down`,
+      maxAttempts: 1,
+    });
+    const addr = await a.api("POST", "/api/v1/addresses", { domainId, localPart: "down", endpointId: ep.body.id });
+    expect(addr.status).toBe(201);
+    expect((await a.api("GET", `/api/v1/endpoints/${ep.body.id}`)).body.failingSince).toBeNull();
+    // Five failed attempts in a row (the default threshold), one per message.
+    for (let i = 0; i < 5; i++) await mail(`down@${DOMAIN_A}`);
+    const event = await waitFor(
+      async () => sa.events.find((e) => e.event === "endpoint.failing" && JSON.parse(e.data).endpointId === ep.body.id),
+      { what: "endpoint.failing", timeoutMs: 60_000 },
+    );
+    const got = (await a.api("GET", `/api/v1/endpoints/${ep.body.id}`)).body;
+    expect(got.failingSince).toEqual(expect.any(String));
+    expect(JSON.parse(event.data)).toMatchObject({ accountId: a.accountId, failingSince: got.failingSince });
+  });
+
   it("is in the OpenAPI document like every route; HEAD answers the headers without a stream", async () => {
     const doc = (await (await fetch(`${stack.apiUrl}/api/v1/openapi.json`)).json()) as any;
     const op = doc.paths["/api/v1/events"].get;

@@ -35,6 +35,10 @@ export type LoadedDelivery = {
     secret: string;
     previousSecret: string | null;
     previousSecretExpiresAt: Date | null;
+    /** The endpoint's circuit (webhook dispatcher): failed attempts in a row, failing since, next probe. */
+    consecutiveFailures: number;
+    failingSince: Date | null;
+    probeAt: Date | null;
   };
   email: EmailRow & { recipient: string | null; attachments: AttachmentRow[]; domain: { domain: string } | null };
 };
@@ -59,6 +63,9 @@ type Row = Omit<LoadedDelivery, "endpoint" | "email" | "traceparent"> & {
   ep_secret: string;
   ep_previousSecret: string | null;
   ep_previousSecretExpiresAt: Date | null;
+  ep_consecutiveFailures: number;
+  ep_failingSince: Date | null;
+  ep_probeAt: Date | null;
   domain: string | null;
   attachments: AttachmentRow[];
 } & { [K in keyof Omit<EmailRow, "spool"> as `e_${K & string}`]: EmailRow[K] } & { e_recipient: string | null } & {
@@ -72,6 +79,7 @@ const selectLoaded = (from: string, extra = "", where = `WHERE d."id" = $1`) => 
            ep."type" AS "ep_type", ep."url" AS "ep_url", ep."headers" AS "ep_headers",
            ep."timeoutSeconds" AS "ep_timeoutSeconds", ep."active" AS "ep_active", ep."secret" AS "ep_secret",
            ep."previousSecret" AS "ep_previousSecret", ep."previousSecretExpiresAt" AS "ep_previousSecretExpiresAt",
+           ep."consecutiveFailures" AS "ep_consecutiveFailures", ep."failingSince" AS "ep_failingSince", ep."probeAt" AS "ep_probeAt",
            e."id" AS "e_id", e."direction" AS "e_direction", e."threadId" AS "e_threadId",
            e."messageId" AS "e_messageId", e."inReplyTo" AS "e_inReplyTo", e."fromAddress" AS "e_fromAddress",
            e."toAddresses" AS "e_toAddresses", e."ccAddresses" AS "e_ccAddresses", e."subject" AS "e_subject",
@@ -243,6 +251,9 @@ function fromRow(r: Row): LoadedDelivery {
       secret: r.ep_secret,
       previousSecret: r.ep_previousSecret,
       previousSecretExpiresAt: r.ep_previousSecretExpiresAt,
+      consecutiveFailures: r.ep_consecutiveFailures,
+      failingSince: r.ep_failingSince,
+      probeAt: r.ep_probeAt,
     },
     email: emailOfRow(r),
   };

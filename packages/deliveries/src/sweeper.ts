@@ -1,6 +1,25 @@
-import type { PrismaClient } from "@mailroom/db";
+import { type PrismaClient, poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { type DeliveryQueues, enqueueDeliveryAttempt, queueKeyFor } from "./route.ts";
+
+/**
+ * Overdue deliveries of active endpoints, oldest first. An endpoint whose circuit is open (failing
+ * since, webhook dispatcher) gives none until its probe is due, then one: its deliveries wait for
+ * the probe, not for a job each.
+ */
+const OVERDUE = `
+    SELECT "id", "attemptCount" FROM (
+      SELECT d."id", d."attemptCount", d."nextAttemptAt", ep."failingSince" IS NOT NULL AS "open",
+             row_number() OVER (PARTITION BY d."endpointId" ORDER BY d."nextAttemptAt" NULLS FIRST, d."id") AS "k"
+        FROM "deliveries" d
+        JOIN "endpoints" ep ON ep."id" = d."endpointId"
+       WHERE d."status" IN ('pending', 'retrying') AND ep."active" AND ep."type" = ANY($1::text[])
+         AND (d."nextAttemptAt" <= $2 OR (d."nextAttemptAt" IS NULL AND d."createdAt" <= $2))
+         AND (ep."failingSince" IS NULL OR ep."probeAt" IS NULL OR ep."probeAt" <= $3)
+    ) o
+     WHERE NOT "open" OR "k" = 1
+     ORDER BY "nextAttemptAt" NULLS FIRST
+     LIMIT $4`;
 
 /**
  * The Delivery row, not Redis, holds the retry schedule. A delivery that is due (pending or
@@ -22,15 +41,10 @@ export async function sweepOverdueDeliveries(
   if (!queue) throw new Error(`no ${queueKeyFor(endpointType)} queue to sweep`);
   const requeue = (id: string, n: number) => enqueueDeliveryAttempt(queues, { id, endpointType }, n, now);
   const before = new Date(now.getTime() - graceMs);
-  const due = await prisma.delivery.findMany({
-    where: {
-      status: { in: ["pending", "retrying"] },
-      endpoint: { active: true, type: email ? "email" : { in: ["webhook", "slack", "discord"] } },
-      OR: [{ nextAttemptAt: { lte: before } }, { nextAttemptAt: null, createdAt: { lte: before } }],
-    },
-    select: { id: true, attemptCount: true },
-    orderBy: { nextAttemptAt: "asc" },
-    take: limit,
+  const { rows: due } = await poolOf(prisma).query<{ id: string; attemptCount: number }>({
+    name: "deliveries-overdue",
+    text: OVERDUE,
+    values: [email ? ["email"] : ["webhook", "slack", "discord"], before, now, limit],
   });
   let requeued = 0;
   for (const d of due) {

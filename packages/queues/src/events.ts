@@ -10,12 +10,30 @@ import type { RedisClient } from "./redis.ts";
  *   connection per client.
  * Payloads carry ids only (plus the account, for routing); readers load the rows from Postgres.
  */
-export const EVENT_TYPES = ["email.received", "delivery.succeeded", "delivery.dead"] as const;
+export const EVENT_TYPES = [
+  "email.received",
+  "delivery.succeeded",
+  "delivery.dead",
+  "endpoint.failing",
+  "endpoint.recovered",
+  "endpoint.disabled",
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * Endpoint events (webhook dispatcher): `endpoint.failing` when an endpoint's circuit opens (its
+ * deliveries then wait for probe attempts; `failingSince` as on the Endpoint object),
+ * `endpoint.recovered` when a delivery to it succeeds again, `endpoint.disabled` when it was failing
+ * for so long that the dispatcher turned it off (active false; its deliveries wait).
+ */
+export type EndpointEvent =
+  | { type: "endpoint.failing"; accountId: string; endpointId: string; failingSince: string }
+  | { type: "endpoint.recovered" | "endpoint.disabled"; accountId: string; endpointId: string };
 
 export type MailEvent =
   | { type: "email.received"; accountId: string; emailId: string }
-  | { type: "delivery.succeeded" | "delivery.dead"; accountId: string; deliveryId: string; emailId: string };
+  | { type: "delivery.succeeded" | "delivery.dead"; accountId: string; deliveryId: string; emailId: string }
+  | EndpointEvent;
 
 /** What the stream entry and the pub/sub message carry: the event and when it was published. */
 export type PublishedEvent = MailEvent & { occurredAt: string };
@@ -79,9 +97,10 @@ export function createEventPublisher(
 /** Parses a pub/sub message or stream entry's `data`; null for anything that is not one of ours. */
 export function parsePublishedEvent(text: string): PublishedEvent | null {
   try {
-    const v = JSON.parse(text) as Partial<PublishedEvent>;
+    const v = JSON.parse(text) as Partial<PublishedEvent> & { emailId?: unknown; endpointId?: unknown };
     if (typeof v.accountId !== "string" || !EVENT_TYPES.includes(v.type as EventType)) return null;
-    if (typeof v.emailId !== "string") return null;
+    const about = v.type?.startsWith("endpoint.") ? v.endpointId : v.emailId;
+    if (typeof about !== "string") return null;
     return v as PublishedEvent;
   } catch {
     return null;

@@ -15,6 +15,7 @@ import type { Logger } from "@mailroom/log";
 import type { EventPublisher, TypedQueue } from "@mailroom/queues";
 import type { AttachmentLinks } from "@mailroom/storage";
 import { SpanKind, type Tracing } from "@mailroom/tracing";
+import type { Circuit } from "./circuit.ts";
 import type { EndpointSlots } from "./slots.ts";
 
 export type SendRequest = { url: string; body: string; headers: Record<string, string>; timeoutMs: number };
@@ -38,6 +39,10 @@ export type DispatchDeps = {
   events?: EventPublisher;
   /** A span per attempt made, in the trace of the message (the email row's traceparent); absent: none. */
   tracing?: Tracing;
+  /** The endpoints' circuits (circuit.ts); absent: every due delivery is attempted. */
+  circuit?: Circuit;
+  /** An endpoint's circuit closed: queue what waited for it. */
+  onRecovered?: (endpointId: string) => Promise<void>;
   now?: () => Date;
 };
 
@@ -51,6 +56,11 @@ export type AttemptOutcome =
   | { outcome: "busy"; endpointId: string }
   /** The job ran before the row's nextAttemptAt: run it again then. */
   | { outcome: "early"; nextAttemptAt: Date }
+  /**
+   * The endpoint's circuit is open and this is not its probe: no attempt, the row stays due and
+   * waits (released when the circuit closes; the probe comes from the sweeper or any job then).
+   */
+  | { outcome: "waiting"; endpointId: string; until: Date | null }
   | { outcome: "skipped"; reason: string };
 
 /** A job may fire this much before nextAttemptAt and still count as on time. */
@@ -88,7 +98,17 @@ export async function attemptDelivery(
         made,
         released,
       );
-    return tracing ? tracing.step("record", settle) : settle();
+    // The endpoint's circuit beside the record (independent statements); its recovery releases
+    // the deliveries that waited.
+    const noted = deps.circuit
+      ?.noted(c.d, made)
+      .then((change) => (change === "recovered" ? deps.onRecovered?.(c.d.endpointId) : undefined))
+      // The circuit is advice: the attempt's record is what counts, and the sweeper finds what waits.
+      .catch((err) =>
+        deps.logger.warn({ endpointId: c.d.endpointId, err: (err as Error).message }, "endpoint circuit"),
+      );
+    const [outcome] = await Promise.all([tracing ? tracing.step("record", settle) : settle(), noted]);
+    return outcome;
   };
   if (!tracing) return attempt();
   // From the claim on (the span's parent is read with it): the request and the record are children.
@@ -120,7 +140,16 @@ async function claimWithSlot(
   const c = await claimNext(deps.prisma, deps.store, deliveryId, { ...opts, at, toleranceMs: EARLY_TOLERANCE_MS });
   if ("unclaimed" in c) return c.unclaimed;
   const d = c.claimed;
-  if (d.busy) return { outcome: "busy", endpointId: d.endpointId };
+  if (d.busy) {
+    if (deps.circuit?.isOpen(d.endpointId)) return { outcome: "waiting", endpointId: d.endpointId, until: null };
+    return { outcome: "busy", endpointId: d.endpointId };
+  }
+  const gate = await deps.circuit?.gate(d, at);
+  if (gate !== undefined && typeof gate === "object") {
+    // Given back, so that nextAttemptAt is again what it was (due): the row waits as it is.
+    await unclaimDelivery(deps.prisma, d).catch(() => undefined);
+    return { outcome: "waiting", endpointId: d.endpointId, until: gate.waitUntil };
+  }
   const holder = opts.holder ?? `${d.id}.${d.attemptCount + 1}`;
   const leaseMs = d.endpoint.timeoutSeconds * 1000 + SLOT_LEASE_MARGIN_MS;
   if (deps.slots && !(await acquireOrUnclaim(deps, d, holder, leaseMs))) {

@@ -21,6 +21,14 @@ export const dispatcherEnvSchema = z
     ALLOW_PRIVATE_DESTINATIONS: envBoolean(false),
     /** DNS servers for endpoint host lookups (the API's SSRF check asks the same); default: the system's. */
     DNS_SERVERS: dnsServersEnv,
+    /** Failed attempts in a row after which an endpoint's deliveries wait for probes (its circuit opens). */
+    DISPATCHER_CIRCUIT_THRESHOLD: z.coerce.number().int().positive().default(5),
+    /** An endpoint failing this long is turned off (active false; its deliveries wait). Default 5 days. */
+    ENDPOINT_DISABLE_AFTER_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(5 * 24 * 3600 * 1000),
     SWEEP_INTERVAL_MS: z.coerce.number().int().positive().default(30_000),
     /** A due delivery is re-queued by the sweeper once it is this overdue. */
     SWEEP_GRACE_MS: z.coerce.number().int().nonnegative().default(30_000),

@@ -56,6 +56,8 @@ export async function startDispatcherService(
     concurrency: env.DISPATCHER_CONCURRENCY,
     endpointConcurrency: env.DISPATCHER_ENDPOINT_CONCURRENCY,
     slotsRedis: producerRedis,
+    circuitThreshold: env.DISPATCHER_CIRCUIT_THRESHOLD,
+    disableAfterMs: env.ENDPOINT_DISABLE_AFTER_MS,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     sweepGraceMs: env.SWEEP_GRACE_MS,
     events: createEventPublisher(producerRedis, env.REDIS_PREFIX, logPublishFailure(logger)),

@@ -3,7 +3,8 @@ import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/
 import type { EventPublisher, Job, MailEvent } from "@mailroom/queues";
 import { createWorker, DelayedError, type Worker } from "@mailroom/queues";
 import { startPeriodic } from "@mailroom/runtime";
-import { attemptDelivery, type DispatchDeps, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
+import { createCircuit, disableLongFailing, dueDeliveries } from "./circuit.ts";
+import { attemptDelivery, type DispatchDeps, enqueueAttempt, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
 import { type EndpointLimitOptions, type EndpointLimits, endpointLimits } from "./endpoint-limits.ts";
 
 export type Dispatcher = { worker: Worker; sweep(): Promise<number>; close(): Promise<void> };
@@ -16,20 +17,38 @@ export type DispatcherOptions = DispatchDeps &
     sweepGraceMs?: number;
     /** Attempt outcomes and latency (mailroom_delivery_attempt*); absent: not measured. */
     metrics?: DeliveryMetrics;
+    /** Failed attempts in a row that open an endpoint's circuit (default 5; circuit.ts). */
+    circuitThreshold?: number;
+    /** An endpoint failing this long is turned off (default 5 days; circuit.ts disableLongFailing). */
+    disableAfterMs?: number;
   };
+
+/** What waited for an endpoint is queued again in pages of this many when its circuit closes. */
+const RELEASE_PAGE = 500;
 
 /** The `delivery` worker, the per-endpoint concurrency limit and the sweeper that re-queues lost jobs. */
 export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   const limits = endpointLimits(opts);
+  const events = trackEvents(opts.events);
+  const circuit = createCircuit({
+    prisma: opts.prisma,
+    unitMs: opts.backoffUnitMs,
+    probeLeaseMs: (d) => d.endpoint.timeoutSeconds * 1000 + SLOT_LEASE_MARGIN_MS,
+    ...(opts.circuitThreshold !== undefined ? { threshold: opts.circuitThreshold } : {}),
+    ...(events ? { events: events.publish } : {}),
+  });
   const store = batchedAttemptStore(opts.prisma, {
     leaseMarginMs: SLOT_LEASE_MARGIN_MS,
-    busyEndpoints: () => limits.slots.busyEndpoints(),
+    // Endpoints with no slot free here, and those whose circuit is open with no probe due: their
+    // jobs learn it from the claim statement without a write.
+    busyEndpoints: () => [...limits.slots.busyEndpoints(), ...circuit.waiting()],
   });
-  const events = trackEvents(opts.events);
   const deps: DispatchDeps = {
     ...opts,
     slots: limits.pacedSlots,
     store,
+    circuit,
+    onRecovered: (endpointId) => releaseWaiting(opts, endpointId),
     ...(events ? { events: events.publish } : {}),
   };
   const worker = createWorker("delivery", deliveryJob(opts, deps, limits), {
@@ -44,8 +63,10 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
 
   // Right away too: a dispatcher starting after an outage picks up what is overdue.
   const sweeper = startPeriodic({
-    run: () =>
-      sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, { graceMs: opts.sweepGraceMs }),
+    run: async () => {
+      await disableLongFailing(opts.prisma, opts.disableAfterMs ?? DISABLE_AFTER_MS, events?.publish);
+      return sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, { graceMs: opts.sweepGraceMs });
+    },
     intervalMs: opts.sweepIntervalMs ?? 30_000,
     onError: (err) => opts.logger.warn({ err: (err as Error).message }, "delivery sweep failed"),
   });
@@ -86,12 +107,31 @@ function deliveryJob(opts: DispatcherOptions, deps: DispatchDeps, { slots, parki
       opts.metrics?.attempt("webhook", r.outcome, secondsSince(started));
     }
     if (r.outcome === "busy") return park(r.endpointId);
+    // The row stays due and waits for its endpoint's circuit: this job is done, nothing comes back.
+    if (r.outcome === "waiting") return;
     if (r.outcome === "early") return later(r.nextAttemptAt.getTime(), "early");
     if (r.outcome !== "skipped" || !r.reason.startsWith("stale")) {
       // A dead delivery needs someone to look at it (and maybe replay it): warn.
       opts.logger[r.outcome === "dead" ? "warn" : "info"]({ deliveryId, jobId: job.id, ...r }, "delivery attempt");
     }
   };
+}
+
+/** Five days, as Svix waits before it turns a failing endpoint off (ENDPOINT_DISABLE_AFTER_MS). */
+const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
+
+/**
+ * An endpoint's circuit closed: its due deliveries, which waited without jobs, are queued again
+ * (a page at a time). A crash half way leaves the rest to the sweeper, as any lost job.
+ */
+async function releaseWaiting(opts: DispatcherOptions, endpointId: string): Promise<void> {
+  let after = "";
+  for (;;) {
+    const page = await dueDeliveries(opts.prisma, endpointId, after, RELEASE_PAGE);
+    await Promise.all(page.map((d) => enqueueAttempt(opts.queue, d.id, d.attemptCount + 1, new Date())));
+    if (page.length < RELEASE_PAGE) return;
+    after = page[page.length - 1]?.id ?? after;
+  }
 }
 
 /**

@@ -22,8 +22,10 @@ const eventsQuery = z
 const DESCRIPTION =
   "A server-sent event stream (text/event-stream) of the key's account: " +
   `${EVENT_TYPES.map((t) => `\`${t}\``).join(", ")}. Each event has \`id\` (resume point), \`event\` (the type) ` +
-  "and `data`, a JSON object with `type`, `accountId`, `emailId`, `deliveryId` (delivery events) and " +
-  "`occurredAt`; read the objects themselves with GET /emails/{id} or /deliveries/{id}. Reconnect with " +
+  "and `data`, a JSON object with `type`, `accountId`, `emailId` and `deliveryId` (email and delivery events), " +
+  "`endpointId` (endpoint events; `failingSince` on `endpoint.failing`: deliveries to it wait for probe " +
+  "attempts until one succeeds, `endpoint.recovered`) and `occurredAt`; read the objects themselves with " +
+  "GET /emails/{id}, /deliveries/{id} or /endpoints/{id}. Reconnect with " +
   "the `Last-Event-ID` header (or `?lastEventId=`) to receive every event after that one, for events of " +
   "at least the last hour; without it the stream starts with new events. A `: heartbeat` comment is sent " +
   "every 15 s while idle. The stream ends when the key is revoked or the server shuts down (reconnect). " +
