@@ -55,6 +55,10 @@ export type Overview = {
     plan: string;
     limits: { shieldRules: number | null; monthlyAllotment: number | null };
     usage: { month: string; received: number; remaining: number | null; shieldRules: number };
+    /** Days this account's mail is kept; null: forever. */
+    retentionDays: number | null;
+    /** What new accounts on this installation keep (DEFAULT_RETENTION_DAYS); null: forever. */
+    defaultRetentionDays: number | null;
   };
   mailToday: number;
   deliveries: { dead: number; retrying: number };
@@ -197,3 +201,83 @@ export type DryRun = {
   recipient: { address: string };
   trace: { ruleId: string; name: string; priority: number; matched: boolean; skipped?: string }[];
 };
+
+export type Account = Overview["account"] & { createdAt: string };
+
+export type Member = {
+  id: string;
+  email: string;
+  passwordSet: boolean;
+  lockedUntil: string | null;
+  lastSignInAt: string | null;
+  createdAt: string;
+  you: boolean;
+};
+
+export type Invitation = { id: string; email: string; setPasswordUrl: string; expiresAt: string };
+
+type Verdict = { verdict: string | null; reason: string | null };
+
+export type TimelineAttempt = {
+  number: number;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  responseExcerpt: string;
+  startedAt: string;
+  finishedAt: string;
+};
+
+/** GET /emails/{id}/events: what happened to one message, in order. */
+export type EmailEvent =
+  | {
+      type: "received";
+      at: string;
+      mailFrom: string | null;
+      recipient: string | null;
+      clientIp: string | null;
+      helo: string | null;
+      tls: { protocol: string; cipher: string } | null;
+      sizeBytes: number | null;
+    }
+  | {
+      type: "authenticated";
+      at: string;
+      spf: Verdict;
+      dkim: Verdict;
+      dmarc: Verdict & { overriddenByArc: boolean };
+      arc: Verdict;
+      spam: Verdict;
+      virus: Verdict;
+    }
+  | {
+      type: "shield";
+      at: string;
+      decision: "none" | "allow" | "route";
+      action: string | null;
+      rule: {
+        id: string;
+        name: string | null;
+        priority: number | null;
+        changedSince: boolean;
+        deleted: boolean;
+        conditions: { field: string; operator: string; value: string | null; matched: boolean }[];
+      } | null;
+      reason: string;
+    }
+  | { type: "stored"; at: string; threadId: string; processingTries: number | null }
+  | { type: "sent"; at: string; status: string; attempts: number; lastReply: string | null; sentAt: string | null }
+  | {
+      type: "delivery";
+      at: string;
+      deliveryId: string;
+      endpoint: { id: string; name: string; type: string };
+      status: Delivery["status"];
+      attemptCount: number;
+      maxAttempts: number;
+      nextAttemptAt: string | null;
+      deliveredAt: string | null;
+      attempts: TimelineAttempt[];
+    };
+
+export type EmailEvents = { emailId: string; direction: "inbound" | "outbound"; events: EmailEvent[] };

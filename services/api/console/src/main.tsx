@@ -1,4 +1,4 @@
-import { StrictMode, useCallback, useEffect, useState } from "react";
+import { StrictMode, useCallback, useEffect, useRef, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { api, type Overview, type Session, setCsrfToken } from "./api.ts";
 import { Loading } from "./components.tsx";
@@ -10,6 +10,7 @@ import { Inboxes } from "./pages/inboxes.tsx";
 import { Mail } from "./pages/mail.tsx";
 import { Overview as OverviewPage } from "./pages/overview.tsx";
 import { SetPassword } from "./pages/set-password.tsx";
+import { Settings } from "./pages/settings.tsx";
 import { Shield } from "./pages/shield.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
 import { navigate, usePath } from "./router.ts";
@@ -24,12 +25,20 @@ const NAV = [
   { path: "/shield", label: "Shield rules" },
   { path: "/deliveries", label: "Deliveries" },
   { path: "/api-keys", label: "API keys" },
+  { path: "/settings", label: "Settings" },
 ] as const;
 
 /** The navigation, the current page marked, with the dead-delivery count on Deliveries. */
 function Nav({ path, dead }: { path: string; dead: number | undefined }) {
+  const ref = useRef<HTMLElement>(null);
+  // Where the navigation scrolls sideways (narrow screens), the current page's link is in view;
+  // again when the dead-delivery count arrives, which widens the links before it.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: path and dead are triggers, not inputs.
+  useEffect(() => {
+    ref.current?.querySelector('[aria-current="page"]')?.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }, [path, dead]);
   return (
-    <nav aria-label="Console">
+    <nav aria-label="Console" ref={ref}>
       {NAV.map((n) => (
         <a
           key={n.path}
@@ -69,6 +78,8 @@ function PageAt({ path, onDeliveriesChanged }: { path: string; onDeliveriesChang
       return <Shield />;
     case "/api-keys":
       return <ApiKeys />;
+    case "/settings":
+      return <Settings />;
     default:
       return <OverviewPage />;
   }

@@ -4,6 +4,7 @@ import { ErrorNote, Loading, when } from "../components.tsx";
 import { realExtension, showBidiControls, Untrusted } from "../untrusted.tsx";
 import { useAsync } from "../use-async.ts";
 import { ReplyForm, Thread } from "./thread.tsx";
+import { Timeline } from "./timeline.tsx";
 
 const verdictClass = (v: string | null) => (v === "PASS" ? "delivered" : v === "FAIL" ? "dead" : "retrying");
 
@@ -176,6 +177,7 @@ export function Message({ id, onClose, onOpen }: { id: string; onClose: () => vo
         </pre>
       )}
       <Attachments e={e} />
+      <Timeline key={`timeline-${e.id}`} id={e.id} />
       <Headers key={e.id} id={e.id} />
       <Thread threadId={e.threadId} current={e.id} version={version} onOpen={onOpen} />
       <ReplyForm key={`reply-${e.id}`} emailId={e.id} onSent={() => setVersion((v) => v + 1)} />
