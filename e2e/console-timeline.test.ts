@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createMember, type Stack, startStack, type TestAccount } from "@mailroom/stack";
@@ -11,13 +12,15 @@ import { type ConsoleBrowser, openConsole, WAIT } from "./console-browser.ts";
  * The message timeline and Settings (members, retention) in Chromium (issue 26 items 3-5), on real
  * data: two messages over SMTP, one to an endpoint that answers 503 until its delivery is dead, one
  * routed by a shield rule to an endpoint that answers 200. What the pages show is checked against
- * Postgres; screenshots at 1280 and 390 px go to docs/ (the README shows them).
+ * Postgres. Screenshots at 1280 and 390 px go to test-artifacts/console/, and to docs/ (the README
+ * shows them) with UPDATE_DOCS_SCREENSHOTS=1, so a test run never leaves the checkout changed.
  */
 const PASSWORD = "a long enough password";
 const DOMAIN = "timeline-ui.example.com";
 const ME = `ops@${DOMAIN}`;
 const TEAMMATE = `teammate@${DOMAIN}`;
 const DOCS = join(import.meta.dirname, "../docs");
+const SHOTS = join(import.meta.dirname, "../test-artifacts/console");
 let stack: Stack;
 let acct: TestAccount;
 let receiver: Receiver;
@@ -88,7 +91,10 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const shoot = (page: Page, name: string) => page.screenshot({ path: join(DOCS, `${name}.png`), fullPage: true });
+async function shoot(page: Page, name: string) {
+  const png = await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  if (process.env.UPDATE_DOCS_SCREENSHOTS === "1") await writeFile(join(DOCS, `${name}.png`), png);
+}
 
 async function openMessage(page: Page, subject: string) {
   await page.getByRole("link", { name: "Mail" }).click();
