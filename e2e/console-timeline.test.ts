@@ -26,7 +26,7 @@ let acct: TestAccount;
 let receiver: Receiver;
 let ui: ConsoleBrowser;
 
-async function send(subject: string) {
+async function send(subject: string, to = `orders@${DOMAIN}`) {
   const smtp = nodemailer.createTransport({
     host: "127.0.0.1",
     port: stack.smtpPort,
@@ -35,7 +35,7 @@ async function send(subject: string) {
   });
   await smtp.sendMail({
     from: "Billing <billing@sender.example>",
-    to: `orders@${DOMAIN}`,
+    to,
     subject,
     text: `About ${subject}.\n`,
   });
@@ -81,8 +81,12 @@ beforeAll(async () => {
   expect(rule.status).toBe(201);
   await createMember(stack, acct.accountId, ME, PASSWORD, { cheapHash: true });
   await stack.admin("members", "create", "--account", acct.accountId, "--email", TEAMMATE);
+  // Store-only: kept, delivered nowhere.
+  await acct.api("POST", "/api/v1/addresses", { domainId: dom.body.id, localPart: "archive" });
+  await acct.api("PATCH", "/api/v1/account", { name: "Acme Mail" });
   await send("Order 1001");
   await send("Invoice 42");
+  await send("Quarterly archive", `archive@${DOMAIN}`);
   ui = await openConsole(stack.apiUrl);
 }, 300_000);
 afterAll(async () => {
@@ -196,6 +200,35 @@ describe("a message's timeline, in the console", () => {
   });
 });
 
+describe("the timeline's empty, error and retry states", () => {
+  it("a store-only message says it went nowhere; a failed load offers Try again, which loads it", async () => {
+    await waitFor(
+      () => stack.prisma.email.findFirst({ where: { accountId: acct.accountId, subject: "Quarterly archive" } }),
+      {
+        what: "the archived message stored",
+        timeoutMs: WAIT.timeout,
+      },
+    );
+    const page = ui.page;
+    await page.getByRole("button", { name: "← All mail" }).click();
+    await openMessage(page, "Quarterly archive");
+    await page.getByRole("heading", { name: "No deliveries" }).waitFor(WAIT);
+    expect(await page.locator('li[data-step="delivery"]').count()).toBe(0);
+
+    // The network drops the timeline's request: the error and a way to try again, not a blank.
+    await page.route("**/events", (route) => route.abort());
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.getByRole("alert").filter({ hasText: "Could not reach the server" }).waitFor(WAIT);
+    await page.unroute("**/events");
+    await page.getByRole("button", { name: "Try again" }).click();
+    await page
+      .getByRole("alert")
+      .filter({ hasText: "Could not reach the server" })
+      .waitFor({ state: "detached", ...WAIT });
+    await page.getByTestId("timeline").waitFor(WAIT);
+  });
+});
+
 describe("Settings: members and retention, in the console", () => {
   const accountMembers = () =>
     stack.prisma.member.findMany({ where: { accountId: acct.accountId }, orderBy: { createdAt: "asc" } });
@@ -241,6 +274,14 @@ describe("Settings: members and retention, in the console", () => {
     expect((await stack.prisma.account.findUniqueOrThrow({ where: { id: acct.accountId } })).retentionDays).toBe(14);
     expect(new Set(await navTops(page)).size).toBe(1);
     expect(await navHidden(page)).toBeLessThanOrEqual(0);
+    // The overview says how long mail is kept, and what new accounts get.
+    await page.getByRole("link", { name: "Overview" }).click();
+    const kept = page.getByTestId("retention");
+    await kept.filter({ hasText: "14 days" }).waitFor(WAIT);
+    expect(await kept.textContent()).toContain("New accounts: 30 days");
+    expect(await page.getByRole("heading", { name: "Acme Mail" }).count()).toBe(1);
+    await page.getByRole("link", { name: "Settings" }).click();
+    await page.getByRole("heading", { name: "Members" }).waitFor(WAIT);
 
     await page.setViewportSize({ width: 390, height: 844 });
     // As a phone opens it: loaded at 390 px.

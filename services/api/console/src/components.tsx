@@ -1,4 +1,4 @@
-import { type ReactNode, useState } from "react";
+import { type ReactNode, useState, useSyncExternalStore } from "react";
 
 export function Button(props: {
   onClick: () => unknown;
@@ -106,16 +106,52 @@ export function relativeTime(iso: string, now = Date.now()): string {
   return iso;
 }
 
+/**
+ * One clock for every relative time on the page: it ticks each 30 s while any is shown (one timer
+ * for all), so "just now" becomes "2 minutes ago" on a page left open.
+ */
+const TICK_MS = 30_000;
+const clock = {
+  now: Date.now(),
+  timer: undefined as ReturnType<typeof setInterval> | undefined,
+  listeners: new Set<() => void>(),
+};
+
+function subscribeClock(listener: () => void) {
+  clock.listeners.add(listener);
+  clock.timer ??= setInterval(() => {
+    clock.now = Date.now();
+    for (const l of clock.listeners) l();
+  }, TICK_MS);
+  return () => {
+    clock.listeners.delete(listener);
+    if (clock.listeners.size === 0 && clock.timer) {
+      clearInterval(clock.timer);
+      clock.timer = undefined;
+    }
+  };
+}
+
+/** The clock's time; while nothing listens it catches up on read (changing at most every TICK_MS). */
+function readClock() {
+  if (!clock.timer && Date.now() - clock.now >= TICK_MS) clock.now = Date.now();
+  return clock.now;
+}
+
 /** A time as people read it ("3 minutes ago"), the exact local and UTC time on hover (title). */
 export function RelativeTime({ iso }: { iso: string | null | undefined }) {
+  const now = useSyncExternalStore(subscribeClock, readClock);
   if (!iso) return <span className="muted">—</span>;
   const exact = new Date(iso);
   return (
     <time dateTime={iso} title={`${exact.toLocaleString()} (${iso})`}>
-      {relativeTime(iso)}
+      {relativeTime(iso, now)}
     </time>
   );
 }
+
+/** An account's retention as words: "30 days", "1 day", "forever" (null). */
+export const keptFor = (days: number | null) => (days === null ? "forever" : `${days} day${days === 1 ? "" : "s"}`);
 
 /** Every time shown in the console: relative, exact on hover (RelativeTime). */
 export const when = (iso: string | null) => <RelativeTime iso={iso} />;

@@ -1,5 +1,5 @@
 import { api, type Overview as Data } from "../api.ts";
-import { ErrorNote, Loading } from "../components.tsx";
+import { ErrorNote, keptFor, Loading } from "../components.tsx";
 import { navigate } from "../router.ts";
 import { useAsync } from "../use-async.ts";
 
@@ -43,6 +43,12 @@ export function Overview() {
           value={String(deliveries.dead + deliveries.retrying)}
           note={`${deliveries.dead} dead · ${deliveries.retrying} retrying`}
           alert={deliveries.dead > 0}
+        />
+        <Stat
+          testId="retention"
+          label="Mail kept"
+          value={keptFor(account.retentionDays)}
+          note={`New accounts: ${keptFor(account.defaultRetentionDays)} (change in Settings)`}
         />
       </div>
       {deliveries.dead > 0 && (

@@ -1,9 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { type Account, ApiError, api, type Invitation, type Member } from "../api.ts";
-import { Button, Empty, ErrorNote, Loaded, RelativeTime, ShownOnce, TableHead } from "../components.tsx";
+import { Button, Empty, ErrorNote, keptFor, Loaded, RelativeTime, ShownOnce, TableHead } from "../components.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
-
-const days = (d: number | null) => (d === null ? "forever" : `${d} day${d === 1 ? "" : "s"}`);
 
 /** Forever, or a number of days; what the installation gives new accounts underneath. */
 function RetentionFields(props: {
@@ -39,7 +37,7 @@ function RetentionFields(props: {
       <p className="muted small">
         Mail older than this (messages, attachments, raw MIME, block records, deliveries) is deleted for good by the
         next retention pass. New accounts on this installation get{" "}
-        <strong data-testid="default-retention">{days(props.defaultDays)}</strong> (the operator's
+        <strong data-testid="default-retention">{keptFor(props.defaultDays)}</strong> (the operator's
         DEFAULT_RETENTION_DAYS).
       </p>
     </fieldset>
@@ -85,7 +83,7 @@ function AccountForm({ account, onSaved }: { account: Account; onSaved: () => un
         </button>
         {saved && !busy && (
           <span role="status" className="ok-text">
-            Saved: mail is kept {days(account.retentionDays)}.
+            Saved: mail is kept {keptFor(account.retentionDays)}.
           </span>
         )}
         {error && !field && <span className="error">{error.message}</span>}
