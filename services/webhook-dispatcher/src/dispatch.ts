@@ -43,6 +43,8 @@ export type DispatchDeps = {
   circuit?: Circuit;
   /** An endpoint's circuit closed: queue what waited for it. */
   onRecovered?: (endpointId: string) => Promise<void>;
+  /** An attempt to the endpoint finished (its slot is free): let the next job of its line in. */
+  onAttemptDone?: (endpointId: string) => void;
   now?: () => Date;
 };
 
@@ -77,7 +79,7 @@ export const SLOT_LEASE_MARGIN_MS = 15_000;
 export async function attemptDelivery(
   deps: DispatchDeps,
   deliveryId: string,
-  opts: { expectedAttempt?: number; holder?: string } = {},
+  opts: { expectedAttempt?: number; holder?: string; onSending?: () => void } = {},
 ): Promise<AttemptOutcome> {
   const store =
     deps.store ??
@@ -90,7 +92,8 @@ export async function attemptDelivery(
   const c = await claimWithSlot({ ...deps, store }, deliveryId, opts);
   if ("outcome" in c) return c;
   const attempt = async () => {
-    const { made, released } = await makeAttempt(deps, c.d, c.holder);
+    const { made, released } = await makeAttempt(deps, c.d, c.holder, opts.onSending);
+    deps.onAttemptDone?.(c.d.endpointId);
     const settle = () =>
       settleAttempt(
         { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at) },
@@ -166,6 +169,7 @@ async function makeAttempt(
   deps: DispatchDeps,
   d: ClaimedDelivery,
   holder: string,
+  onSending?: () => void,
 ): Promise<{ made: MadeAttempt; released: Promise<void> | undefined }> {
   const now = deps.now ?? (() => new Date());
   let result: SendResult;
@@ -186,6 +190,7 @@ async function makeAttempt(
     startedAt = now();
     const { body, headers } = buildDeliveryRequest(d.endpoint, payload, startedAt);
     const req = { url: d.endpoint.url, body, headers, timeoutMs: d.endpoint.timeoutSeconds * 1000 };
+    onSending?.();
     result = deps.tracing ? await tracedSend(deps.tracing, deps.send, req) : await deps.send(req);
     finishedAt = now();
   } finally {

@@ -3,9 +3,16 @@ import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/
 import type { EventPublisher, Job, MailEvent } from "@mailroom/queues";
 import { createWorker, DelayedError, type Worker } from "@mailroom/queues";
 import { startPeriodic } from "@mailroom/runtime";
-import { createCircuit, disableLongFailing, dueDeliveries } from "./circuit.ts";
-import { attemptDelivery, type DispatchDeps, enqueueAttempt, SLOT_LEASE_MARGIN_MS } from "./dispatch.ts";
-import { type EndpointLimitOptions, type EndpointLimits, endpointLimits } from "./endpoint-limits.ts";
+import { type Circuit, createCircuit, disableLongFailing, dueDeliveries } from "./circuit.ts";
+import {
+  type AttemptOutcome,
+  attemptDelivery,
+  type DispatchDeps,
+  enqueueAttempt,
+  SLOT_LEASE_MARGIN_MS,
+} from "./dispatch.ts";
+import { type EndpointLimitOptions, endpointLimits } from "./endpoint-limits.ts";
+import { createDetacher, createHeldLines, DETACHED, type Detacher, type HeldLines } from "./isolation.ts";
 
 export type Dispatcher = { worker: Worker; sweep(): Promise<number>; close(): Promise<void> };
 
@@ -21,6 +28,10 @@ export type DispatcherOptions = DispatchDeps &
     circuitThreshold?: number;
     /** An endpoint failing this long is turned off (default 5 days; circuit.ts disableLongFailing). */
     disableAfterMs?: number;
+    /** An attempt whose request is open this long goes on without its job (default 1 s; isolation.ts). */
+    detachAfterMs?: number;
+    /** Attempts going on without their jobs at most (default 512). */
+    maxDetached?: number;
   };
 
 /** What waited for an endpoint is queued again in pages of this many when its circuit closes. */
@@ -43,15 +54,17 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     // jobs learn it from the claim statement without a write.
     busyEndpoints: () => [...limits.slots.busyEndpoints(), ...circuit.waiting()],
   });
+  const held = createHeldLines(opts.slotsRedis ?? opts.connection, opts.prefix);
+  const detacher = createDetacher({ afterMs: opts.detachAfterMs ?? 1_000, max: opts.maxDetached ?? 512 });
   const deps: DispatchDeps = {
     ...opts,
     slots: limits.pacedSlots,
     store,
     circuit,
-    onRecovered: (endpointId) => releaseWaiting(opts, endpointId),
+    ...lineHooks(opts, circuit, held),
     ...(events ? { events: events.publish } : {}),
   };
-  const worker = createWorker("delivery", deliveryJob(opts, deps, limits), {
+  const worker = createWorker("delivery", deliveryJob(opts, deps, { held, detacher }), {
     connection: opts.connection,
     prefix: opts.prefix,
     concurrency: opts.concurrency,
@@ -61,15 +74,7 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   // Rate-limited: while Redis is down every reconnect attempt lands here.
   worker.on("error", (err) => dependencyErrors(opts.logger).report("redis", err, { source: "delivery worker" }));
 
-  // Right away too: a dispatcher starting after an outage picks up what is overdue.
-  const sweeper = startPeriodic({
-    run: async () => {
-      await disableLongFailing(opts.prisma, opts.disableAfterMs ?? DISABLE_AFTER_MS, events?.publish);
-      return sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, { graceMs: opts.sweepGraceMs });
-    },
-    intervalMs: opts.sweepIntervalMs ?? 30_000,
-    onError: (err) => opts.logger.warn({ err: (err as Error).message }, "delivery sweep failed"),
-  });
+  const sweeper = startSweeper(opts, held, events?.publish);
   return {
     worker,
     sweep: sweeper.runOnce,
@@ -77,44 +82,100 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       // The schedule stops at once; a sweep in flight is awaited once the worker is closed.
       const sweepStopped = sweeper.close();
       await worker.close();
+      await detacher.settled();
       await sweepStopped;
       await events?.settled();
     },
   };
 }
 
-/** The handler of one `delivery` job: one attempt, or the job parked for later (busy or early). */
-function deliveryJob(opts: DispatcherOptions, deps: DispatchDeps, { slots, parking }: EndpointLimits) {
-  return async ({ deliveryId }: { deliveryId: string }, job: Job) => {
-    // Give the worker slot back instead of waiting in it: that is what keeps one slow endpoint
-    // from occupying every slot. Jitter spreads the waiting jobs out.
-    const later = async (at: number, why: string): Promise<never> => {
-      await job.moveToDelayed(at, job.token);
-      // BullMQ's own DelayedError: "the job moved itself to the delayed set", no failure, no attempt used.
-      throw new DelayedError(`delivery ${deliveryId}: ${why}`);
-    };
-    const park = (endpointId: string) => later(Date.now() + parking.park(deliveryId, endpointId), "busy");
-    // Parked before and its endpoint still has neither a slot nor a place to wait here: park again
-    // without claiming it.
-    const known = parking.take(deliveryId);
-    if (known && slots.saturated(known)) return park(known);
-    const started = process.hrtime.bigint();
-    const r = await attemptDelivery(deps, deliveryId, {
-      expectedAttempt: attemptOfJobId(job.id),
-      holder: `${job.id}:${job.token ?? ""}`,
-    });
+/**
+ * The handler of one `delivery` job: one attempt (which may go on after the job, isolation.ts), or
+ * the job into its endpoint's line (busy), or moved to when the row is due (early).
+ */
+function deliveryJob(opts: DispatcherOptions, deps: DispatchDeps, x: { held: HeldLines; detacher: Detacher }) {
+  const report = (r: AttemptOutcome, deliveryId: string, jobId: string | undefined, started: bigint) => {
     if (r.outcome === "delivered" || r.outcome === "retrying" || r.outcome === "dead") {
       opts.metrics?.attempt("webhook", r.outcome, secondsSince(started));
     }
-    if (r.outcome === "busy") return park(r.endpointId);
-    // The row stays due and waits for its endpoint's circuit: this job is done, nothing comes back.
-    if (r.outcome === "waiting") return;
-    if (r.outcome === "early") return later(r.nextAttemptAt.getTime(), "early");
     if (r.outcome !== "skipped" || !r.reason.startsWith("stale")) {
       // A dead delivery needs someone to look at it (and maybe replay it): warn.
-      opts.logger[r.outcome === "dead" ? "warn" : "info"]({ deliveryId, jobId: job.id, ...r }, "delivery attempt");
+      opts.logger[r.outcome === "dead" ? "warn" : "info"]({ deliveryId, jobId, ...r }, "delivery attempt");
     }
   };
+  return async ({ deliveryId }: { deliveryId: string }, job: Job) => {
+    const started = process.hrtime.bigint();
+    let sending = () => {};
+    const sent = new Promise<void>((resolve) => {
+      sending = resolve;
+    });
+    const attempt = attemptDelivery(deps, deliveryId, {
+      expectedAttempt: attemptOfJobId(job.id),
+      holder: `${job.id}:${job.token ?? ""}`,
+      onSending: () => sending(),
+    });
+    const r = await x.detacher.within(attempt, sent, (later) =>
+      later.then(
+        (outcome) => report(outcome, deliveryId, job.id, started),
+        (err) => opts.logger.warn({ deliveryId, jobId: job.id, err: (err as Error).message }, "detached attempt"),
+      ),
+    );
+    // The request is still open: the attempt goes on (its claim's lease covers it), the job is done.
+    if (r === DETACHED) return;
+    // No slot free nor a place to wait here: the job waits in its endpoint's line, the row stays due.
+    if (r.outcome === "busy") return x.held.hold(r.endpointId, job.id ?? `${deliveryId}.1`);
+    // The row stays due and waits for its endpoint's circuit: this job is done, nothing comes back.
+    if (r.outcome === "waiting") return;
+    if (r.outcome === "early") {
+      await job.moveToDelayed(r.nextAttemptAt.getTime(), job.token);
+      // BullMQ's own DelayedError: "the job moved itself to the delayed set", no failure, no attempt used.
+      throw new DelayedError(`delivery ${deliveryId}: early`);
+    }
+    report(r, deliveryId, job.id, started);
+  };
+}
+
+/** The sweeper (lost jobs) and the turning off of endpoints failing for days; right away too. */
+function startSweeper(opts: DispatcherOptions, held: HeldLines, publish: EventPublisher | undefined) {
+  return startPeriodic({
+    run: async () => {
+      await disableLongFailing(opts.prisma, opts.disableAfterMs ?? DISABLE_AFTER_MS, publish);
+      return sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, {
+        graceMs: opts.sweepGraceMs,
+        // A job waiting in its endpoint's line is not lost.
+        waiting: (endpointId, jobId) => held.has(endpointId, jobId),
+      });
+    },
+    intervalMs: opts.sweepIntervalMs ?? 30_000,
+    onError: (err) => opts.logger.warn({ err: (err as Error).message }, "delivery sweep failed"),
+  });
+}
+
+/**
+ * An endpoint's line moves as its attempts finish (not while its circuit is open: a job let in
+ * would only wait again); a closed circuit queues everything that waited.
+ */
+function lineHooks(opts: DispatcherOptions, circuit: Circuit, held: HeldLines) {
+  return {
+    onRecovered: async (endpointId: string) => {
+      await held.clear(endpointId);
+      await releaseWaiting(opts, endpointId);
+    },
+    onAttemptDone: (endpointId: string) => {
+      if (circuit.isOpen(endpointId)) return;
+      void letNextIn(opts, held, endpointId).catch((err) =>
+        opts.logger.warn({ endpointId, err: (err as Error).message }, "endpoint line"),
+      );
+    },
+  };
+}
+
+/** An attempt to the endpoint finished: the first job of its line (if any) is queued again. */
+async function letNextIn(opts: DispatcherOptions, held: HeldLines, endpointId: string): Promise<void> {
+  const jobId = await held.next(endpointId);
+  if (!jobId) return;
+  const n = attemptOfJobId(jobId) ?? 1;
+  await enqueueAttempt(opts.queue, jobId.slice(0, jobId.lastIndexOf(".")), n, new Date());
 }
 
 /** Five days, as Svix waits before it turns a failing endpoint off (ENDPOINT_DISABLE_AFTER_MS). */
