@@ -73,7 +73,7 @@ describe("endpoint circuit", () => {
     const types = (await events(t.s.accountId)).filter((e) => e.endpointId === ep).map((e) => e.type);
     expect(types).toEqual(["endpoint.failing", "endpoint.recovered"]);
     await d.close();
-  });
+  }, 180_000);
 
   it("probes still spend attempts: every delivery ends dead after maxAttempts, none is attempted more", async () => {
     t.receiver.requests.length = 0;
@@ -95,7 +95,7 @@ describe("endpoint circuit", () => {
     expect(t.receiver.requests).toHaveLength(9);
     expect((await endpointRow(ep)).failingSince).not.toBeNull();
     await d.close();
-  });
+  }, 180_000);
 
   it("an endpoint failing longer than disableAfterMs is turned off and its deliveries wait, not die", async () => {
     const ep = await seedEndpoint(t.h.prisma, t.s.accountId, t.receiver.url, { maxAttempts: 10 });
@@ -114,5 +114,5 @@ describe("endpoint circuit", () => {
     await d.close();
     const rows = await deliveriesOf(ep);
     expect(rows.every((r) => r.status === "pending" || r.status === "retrying")).toBe(true);
-  });
+  }, 180_000);
 });

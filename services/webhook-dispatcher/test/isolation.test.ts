@@ -60,7 +60,7 @@ describe("endpoint isolation", () => {
       expect(hang.maxHeld).toBe(2);
       await d.close();
     });
-  });
+  }, 180_000);
 
   it("the per-endpoint limit holds across two dispatcher processes; the line drains when it answers", async () => {
     await withHolding(async (hang) => {
@@ -85,5 +85,5 @@ describe("endpoint isolation", () => {
       await a.close();
       await b.close();
     });
-  });
+  }, 180_000);
 });
