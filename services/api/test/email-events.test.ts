@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { type Stack, startStack, type TestAccount } from "@mailroom/stack";
-import { type Receiver, startReceiver, waitFor } from "@mailroom/testing";
+import { type Receiver, startReceiver, startRelay, type TestRelay, waitFor } from "@mailroom/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import nodemailer from "nodemailer";
@@ -12,6 +12,7 @@ import nodemailer from "nodemailer";
  */
 let stack: Stack;
 let receiver: Receiver;
+let relay: TestRelay;
 let acct: TestAccount;
 let other: TestAccount;
 let readKey: string;
@@ -34,7 +35,8 @@ async function connect(key: string) {
 }
 
 beforeAll(async () => {
-  stack = await startStack({ backoffUnitMs: 20 });
+  relay = await startRelay();
+  stack = await startStack({ backoffUnitMs: 20, outbound: { relayUrl: relay.url, backoffUnitMs: 20 } });
   receiver = await startReceiver();
   receiver.respond((req) =>
     req.path === "/failing"
@@ -75,6 +77,7 @@ afterAll(async () => {
   await mcpOther?.close().catch(() => undefined);
   await receiver?.close();
   await stack?.close();
+  await relay?.close();
 });
 
 async function send(subject: string) {
@@ -239,5 +242,35 @@ describe("GET /emails/{id}/events", () => {
     };
     expect(refused.isError).toBe(true);
     expect(refused.content[0]?.text).toMatch(/Email not found/);
+  });
+
+  it("an outbound reply: stored, then sent through the relay, as the row says", async () => {
+    const reply = await acct.api("POST", `/api/v1/emails/${failedId}/reply`, { text: "On it.\n" });
+    expect(reply.status).toBe(201);
+    const sent = await waitFor(
+      async () => {
+        const e = await stack.prisma.email.findUnique({ where: { id: reply.body.id } });
+        return e?.sendStatus === "sent" ? e : null;
+      },
+      { what: "the reply sent through the relay", timeoutMs: 90_000 },
+    );
+    const r = await events(sent.id);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      emailId: sent.id,
+      direction: "outbound",
+      events: [
+        { type: "stored", at: sent.createdAt.toISOString(), threadId: sent.threadId, processingTries: null },
+        {
+          type: "sent",
+          at: sent.sentAt?.toISOString(),
+          status: "sent",
+          attempts: sent.sendAttempts,
+          lastReply: sent.sendLastReply,
+          sentAt: sent.sentAt?.toISOString(),
+        },
+      ],
+    });
+    expect(relay.messages.length).toBeGreaterThan(0);
   });
 });
