@@ -49,13 +49,8 @@ export function listenForRouteChanges(
   const connect = async () => {
     timer = undefined;
     if (closed) return;
-    const c = new pg.Client({ connectionString: databaseUrl, keepAlive: true, application_name: ROUTES_APPLICATION });
+    const c = routesClient(databaseUrl, changes, (err) => dropped(c, err));
     client = c;
-    c.on("error", (err) => dropped(c, err));
-    c.on("end", () => dropped(c));
-    c.on("notification", (m) => {
-      if (m.channel === ROUTES_CHANNEL) changes.invalidate(m.payload ?? "");
-    });
     try {
       await c.connect();
       await c.query(`LISTEN ${ROUTES_CHANNEL}`);
@@ -80,4 +75,23 @@ export function listenForRouteChanges(
       await c?.end().catch(() => undefined);
     },
   };
+}
+
+/** The listening connection: its notifications go to `changes`, its end or error to `dropped`. */
+function routesClient(databaseUrl: string, changes: RouteChanges, dropped: (err?: Error) => void): pg.Client {
+  // Keepalive probes from 10 s of silence: a connection that died without a word is noticed
+  // (lost, then flushed on reconnect) rather than trusted; the TTL bounds the time until then.
+  const c = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: ROUTES_APPLICATION,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    connectionTimeoutMillis: 5_000,
+  });
+  c.on("error", (err) => dropped(err));
+  c.on("end", () => dropped());
+  c.on("notification", (m) => {
+    if (m.channel === ROUTES_CHANNEL) changes.invalidate(m.payload ?? "");
+  });
+  return c;
 }
