@@ -68,6 +68,17 @@ describe("GET /emails: the key check and the page overlap", () => {
     expect(events.filter((e) => e === "page sent")).toHaveLength(1);
   });
 
+  it("a filtered list waits for the key, so its statement is planned for the account", async () => {
+    const a = await stack.account();
+    const wanted = await seedEmail(stack.prisma, a.accountId, { fromAddress: "rare@vip.example" });
+    await seedEmail(stack.prisma, a.accountId, { fromAddress: "bulk@news.example" });
+    const events = recordStatements();
+    const r = await a.api("GET", `${V}/emails?from=rare%40vip`);
+    expect(r.status).toBe(200);
+    expect(r.body.data.map((e: { id: string }) => e.id)).toEqual([wanted.id]);
+    expect(events.indexOf("page sent")).toBeGreaterThan(events.indexOf("key answered"));
+  });
+
   it("a revoked key gets 401, and a bad query string with a bad key is 401, with a good key 400", async () => {
     const a = await stack.account();
     await seedEmail(stack.prisma, a.accountId, { subject: "kept" });
