@@ -126,7 +126,7 @@ describe("errors, HEAD, request ids and rate limits", () => {
     expect(put.body.error).toMatch(/^Method PUT is not allowed on \/api\/v1\/domains\/dom_abcdefghijklmnopqrstuv/);
     const del = await http(stack, "DELETE", `${V}/account`, { key: a.key });
     expect(del.status).toBe(405);
-    expect(del.headers.get("allow")).toBe("GET, HEAD");
+    expect(del.headers.get("allow")).toBe("GET, HEAD, PATCH");
     expect((await http(stack, "GET", "/nope", { key: a.key })).status).toBe(404);
   });
 
