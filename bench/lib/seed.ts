@@ -136,3 +136,78 @@ export function* emailRows(opts: {
     ];
   }
 }
+
+export const DELIVERY_COLUMNS = [
+  "id",
+  "accountId",
+  "emailId",
+  "endpointId",
+  "status",
+  "attemptCount",
+  "maxAttempts",
+  "deliveredAt",
+  "createdAt",
+  "updatedAt",
+];
+
+export const ATTEMPT_COLUMNS = [
+  "id",
+  "deliveryId",
+  "number",
+  "statusCode",
+  "durationMs",
+  "error",
+  "responseBody",
+  "startedAt",
+  "finishedAt",
+];
+
+/** Delivery `i` of email `i` (emailRows' ids and times): one in 50 dead after 3 attempts, the rest delivered at once. */
+const deliveryFate = (i: number) =>
+  i % 50 === 1 ? { status: "dead", attempts: 3 } : { status: "delivered", attempts: 1 };
+const benchEmailId = (i: number) => `em_bench${i.toString(36).padStart(10, "0")}`;
+const benchDeliveryId = (i: number) => `dlv_bench${i.toString(36).padStart(10, "0")}`;
+
+/** One delivery per listed email index, to `endpointId(i)`, created when the email was received. */
+export function* deliveryRows(opts: {
+  indexes: Iterable<number>;
+  accountId: (i: number) => string;
+  endpointId: (i: number) => string;
+  newest: Date;
+}): Generator<(string | number | null | string[])[]> {
+  const t0 = opts.newest.getTime();
+  for (const i of opts.indexes) {
+    const at = new Date(t0 - i * 1000).toISOString();
+    const fate = deliveryFate(i);
+    const ok = fate.status === "delivered";
+    const id = benchDeliveryId(i);
+    yield [
+      id,
+      opts.accountId(i),
+      benchEmailId(i),
+      opts.endpointId(i),
+      fate.status,
+      fate.attempts,
+      3,
+      ok ? at : null,
+      at,
+      at,
+    ];
+  }
+}
+
+/** The attempts of deliveryRows' deliveries: durations spread over 20–500 ms, failures answered 503. */
+export function* attemptRows(opts: { indexes: Iterable<number>; newest: Date }): Generator<(string | number | null)[]> {
+  const t0 = opts.newest.getTime();
+  for (const i of opts.indexes) {
+    const fate = deliveryFate(i);
+    for (let n = 1; n <= fate.attempts; n++) {
+      const ok = fate.status === "delivered";
+      const start = t0 - i * 1000 + (n - 1) * 60_000;
+      const ms = 20 + ((i * 37 + n * 11) % 480);
+      const [from, to] = [new Date(start).toISOString(), new Date(start + ms).toISOString()];
+      const id = benchDeliveryId(i);
+      yield [`${id}_${n}`, id, n, ok ? 200 : 503, ms, ok ? null : "HTTP 503", ok ? "ok" : "unavailable", from, to];
+    }
+  }
+}

@@ -7,8 +7,10 @@ import {
   type Delivery,
   type Email,
   type EmailSummary,
+  type EndpointHealth,
   type EndpointWithSecret,
   type MailroomClient,
+  type Stats,
   verifyWebhook,
   WebhookVerificationError,
 } from "./index.ts";
@@ -96,6 +98,16 @@ describe("@mailroom/client", () => {
     const r = await client.GET("/api/v1/deliveries", { params: { query: { endpointId: endpoint.id } } });
     const deliveries: Delivery[] = r.data!.data;
     expect(deliveries).toMatchObject([{ emailId: email.id, status: "delivered", attemptCount: 1 }]);
+  });
+
+  it("reads the aggregates: stats and endpoint health", async () => {
+    const stats = await client.GET("/api/v1/stats", { params: { query: { window: "30d" } } });
+    const totals: Stats["totals"] = stats.data!.totals;
+    expect(totals.mail.stored).toBe(1);
+    expect(totals.deliveries.succeeded).toBe(1);
+    const health = await client.GET("/api/v1/endpoints/{id}/health", { params: { path: { id: endpoint.id } } });
+    const h: EndpointHealth = health.data!;
+    expect(h).toMatchObject({ attempts: 1, successRate: 1, failingSince: null });
   });
 
   it("verifyWebhook accepts the real delivery with either header style, and refuses forgeries", () => {

@@ -363,6 +363,23 @@ export interface paths {
         patch: operations["patchEndpointsId"];
         trace?: never;
     };
+    "/api/v1/endpoints/{id}/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An endpoint's last 24 hours: success rate, latency, latest failures, failing since, backlog */
+        get: operations["getEndpointsIdHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/endpoints/{id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -502,6 +519,26 @@ export interface paths {
          * @description Evaluates the stored rules; nothing is stored or delivered. `recipient` (default: the first To) decides which domain and address scopes apply. Verdicts are taken as given.
          */
         post: operations["postShieldRulesTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Mail received (stored, blocked, processing failed), deliveries by outcome and attempt latency over time
+         * @description `window=24h`: 24 hourly buckets ending with the current hour; `window=30d`: 30 daily buckets (UTC days) ending today. Mail is bucketed by when it was received, deliveries by when they were created (in their current state), latency by when each attempt started. Empty buckets are included.
+         */
+        get: operations["getStats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -700,6 +737,16 @@ export interface components {
             startedAt: string;
             /** @description null when no response arrived */
             statusCode: number | null;
+        };
+        DeliveryCounts: {
+            /** @description every attempt failed */
+            dead: number;
+            /** @description waiting for its first attempt */
+            pending: number;
+            /** @description an attempt failed and another is scheduled */
+            retrying: number;
+            /** @description delivered (first try or after retries) */
+            succeeded: number;
         };
         DeliveryWithAttempts: {
             /** @description attempts made so far */
@@ -1120,6 +1167,71 @@ export interface components {
             type: "webhook" | "slack" | "discord" | "email";
             url: string;
         };
+        EndpointFailure: {
+            /**
+             * Format: date-time
+             * @description when the attempt started
+             */
+            at: string;
+            /** @description the attempt's number within its delivery */
+            attempt: number;
+            deliveryId: string;
+            durationMs: number;
+            emailId: string;
+            /** @description timeout, unreachable, non-public URL, redirect, HTTP <status> */
+            error: string;
+            /** @description first 300 characters of the response body */
+            responseExcerpt: string;
+            /** @description null when no response arrived */
+            statusCode: number | null;
+        };
+        EndpointHealth: {
+            /** @description attempts started since `from` */
+            attempts: number;
+            /** @description deliveries not finished yet, whenever they were created */
+            backlog: {
+                /** @description the earliest scheduled attempt */
+                nextAttemptAt: string | null;
+                /** @description deliveries waiting for their first attempt */
+                pending: number;
+                /** @description deliveries waiting for a retry */
+                retrying: number;
+            };
+            /** @description deliveries created since `from`, by current status */
+            deliveries: components["schemas"]["DeliveryCounts"];
+            endpointId: string;
+            failed: number;
+            /** @description since when the endpoint has been failing: the endpoint's own failingSince (its circuit is open) or, before that, when its latest attempt failed, the first failed attempt after its last success (within the deliveries of the last day); null when the latest attempt succeeded or there is none */
+            failingSince: string | null;
+            /**
+             * Format: date-time
+             * @description start of the 24 hourly buckets
+             */
+            from: string;
+            /** @description 24 buckets, oldest first */
+            hourly: {
+                attempts: number;
+                failed: number;
+                p50Ms: number | null;
+                p95Ms: number | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp with milliseconds
+                 */
+                start: string;
+            }[];
+            /** @description the 5 latest failed attempts, newest first */
+            lastFailures: components["schemas"]["EndpointFailure"][];
+            latency: components["schemas"]["Latency"];
+            succeeded: number;
+            /** @description succeeded / attempts, 0 to 1; null without attempts */
+            successRate: number | null;
+            /**
+             * Format: date-time
+             * @description when the numbers were read
+             */
+            to: string;
+        };
         EndpointRotatedSecret: {
             active: boolean;
             /**
@@ -1184,6 +1296,22 @@ export interface components {
         };
         Error: {
             error: string;
+        };
+        Latency: {
+            /** @description delivery attempts measured */
+            attempts: number;
+            /** @description median attempt duration; null without attempts */
+            p50Ms: number | null;
+            /** @description 95th percentile attempt duration; null without attempts */
+            p95Ms: number | null;
+        };
+        MailCounts: {
+            /** @description mail dropped by a block shield rule (only a block record kept) */
+            blocked: number;
+            /** @description inbound mail stored from its raw bytes after its processing budget was used up (verdicts PROCESSING_FAILED) */
+            processingFailed: number;
+            /** @description inbound mail stored (its verdicts computed) */
+            stored: number;
         };
         ShieldCondition: {
             /** @enum {string} */
@@ -1276,6 +1404,42 @@ export interface components {
             /** @enum {string} */
             skipped?: "disabled" | "out_of_scope" | "not_reached";
         };
+        Stats: {
+            /** @enum {string} */
+            bucket: "hour" | "day";
+            /** @description oldest first, one per hour or day, empty ones included */
+            buckets: components["schemas"]["StatsBucket"][];
+            /**
+             * Format: date-time
+             * @description start of the first bucket
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description when the numbers were read
+             */
+            to: string;
+            totals: {
+                deliveries: components["schemas"]["DeliveryCounts"];
+                latency: components["schemas"]["Latency"];
+                mail: components["schemas"]["MailCounts"];
+            };
+            /** @enum {string} */
+            window: "24h" | "30d";
+        };
+        StatsBucket: {
+            /** @description by the time the delivery was created, in its current state */
+            deliveries: components["schemas"]["DeliveryCounts"];
+            /** @description attempts by the time they started */
+            latency: components["schemas"]["Latency"];
+            /** @description by the time the message was received */
+            mail: components["schemas"]["MailCounts"];
+            /**
+             * Format: date-time
+             * @description start of the hour or UTC day
+             */
+            start: string;
+        };
         Thread: {
             data: components["schemas"]["EmailSummary"][];
             /** @description `thr_…` */
@@ -1312,6 +1476,7 @@ export type BlockRecord = components['schemas']['BlockRecord'];
 export type BulkRetryResult = components['schemas']['BulkRetryResult'];
 export type Delivery = components['schemas']['Delivery'];
 export type DeliveryAttempt = components['schemas']['DeliveryAttempt'];
+export type DeliveryCounts = components['schemas']['DeliveryCounts'];
 export type DeliveryWithAttempts = components['schemas']['DeliveryWithAttempts'];
 export type DnsRecord = components['schemas']['DnsRecord'];
 export type DnsRecordCheck = components['schemas']['DnsRecordCheck'];
@@ -1328,15 +1493,21 @@ export type EmailEventStored = components['schemas']['EmailEventStored'];
 export type EmailReceivedEvent = components['schemas']['EmailReceivedEvent'];
 export type EmailSummary = components['schemas']['EmailSummary'];
 export type Endpoint = components['schemas']['Endpoint'];
+export type EndpointFailure = components['schemas']['EndpointFailure'];
+export type EndpointHealth = components['schemas']['EndpointHealth'];
 export type EndpointRotatedSecret = components['schemas']['EndpointRotatedSecret'];
 export type EndpointTestResult = components['schemas']['EndpointTestResult'];
 export type EndpointWithSecret = components['schemas']['EndpointWithSecret'];
 export type Error = components['schemas']['Error'];
+export type Latency = components['schemas']['Latency'];
+export type MailCounts = components['schemas']['MailCounts'];
 export type ShieldCondition = components['schemas']['ShieldCondition'];
 export type ShieldDryRunResult = components['schemas']['ShieldDryRunResult'];
 export type ShieldRule = components['schemas']['ShieldRule'];
 export type ShieldRuleList = components['schemas']['ShieldRuleList'];
 export type ShieldRuleTrace = components['schemas']['ShieldRuleTrace'];
+export type Stats = components['schemas']['Stats'];
+export type StatsBucket = components['schemas']['StatsBucket'];
 export type Thread = components['schemas']['Thread'];
 export type ThreadSummary = components['schemas']['ThreadSummary'];
 export type $defs = Record<string, never>;
@@ -4184,6 +4355,86 @@ export interface operations {
             };
         };
     };
+    getEndpointsIdHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's health */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointHealth"];
+                };
+            };
+            /** @description Invalid input: the message names the field and the rule */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or malformed Authorization header; unknown or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found or not the caller's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "RateLimit-Reset"?: number;
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; the body names the request id (X-Request-Id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postEndpointsIdRotateSecret: {
         parameters: {
             query?: never;
@@ -5115,6 +5366,78 @@ export interface operations {
             };
             /** @description Request body too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded; see Retry-After */
+            429: {
+                headers: {
+                    /** @description Requests allowed per window */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "RateLimit-Reset"?: number;
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure; the body names the request id (X-Request-Id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: {
+                /** @description 24h: 24 hourly buckets ending with the current hour; 30d: 30 daily buckets (UTC) ending today */
+                window?: "24h" | "30d";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Buckets oldest first, and totals over the window */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stats"];
+                };
+            };
+            /** @description Invalid window */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or malformed Authorization header; unknown or revoked key */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

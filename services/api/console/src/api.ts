@@ -281,3 +281,44 @@ export type EmailEvent =
     };
 
 export type EmailEvents = { emailId: string; direction: "inbound" | "outbound"; events: EmailEvent[] };
+
+export type MailCounts = { stored: number; blocked: number; processingFailed: number };
+export type DeliveryCounts = { succeeded: number; retrying: number; dead: number; pending: number };
+export type Latency = { attempts: number; p50Ms: number | null; p95Ms: number | null };
+
+/** GET /stats: buckets oldest first and totals over the window. */
+export type Stats = {
+  window: "24h" | "30d";
+  bucket: "hour" | "day";
+  from: string;
+  to: string;
+  buckets: { start: string; mail: MailCounts; deliveries: DeliveryCounts; latency: Latency }[];
+  totals: { mail: MailCounts; deliveries: DeliveryCounts; latency: Latency };
+};
+
+export type EndpointFailure = {
+  deliveryId: string;
+  emailId: string;
+  attempt: number;
+  at: string;
+  statusCode: number | null;
+  error: string;
+  durationMs: number;
+  responseExcerpt: string;
+};
+
+/** GET /endpoints/{id}/health: the last 24 hours of one endpoint. */
+export type EndpointHealth = {
+  endpointId: string;
+  from: string;
+  attempts: number;
+  succeeded: number;
+  failed: number;
+  successRate: number | null;
+  latency: Latency;
+  failingSince: string | null;
+  backlog: { pending: number; retrying: number; nextAttemptAt: string | null };
+  deliveries: DeliveryCounts;
+  lastFailures: EndpointFailure[];
+  hourly: { start: string; attempts: number; failed: number; p50Ms: number | null; p95Ms: number | null }[];
+};

@@ -8,10 +8,17 @@ import type { ToolDef } from "./tool.ts";
 import { deliveryTools } from "./tools-deliveries.ts";
 import { mailTools } from "./tools-mail.ts";
 import { readTools } from "./tools-read.ts";
+import { statsTools } from "./tools-stats.ts";
 import { writeTools } from "./tools-write.ts";
 
 /** Every tool, reads first. */
-export const allTools: readonly ToolDef[] = [...readTools, ...deliveryTools, ...writeTools, ...mailTools];
+export const allTools: readonly ToolDef[] = [
+  ...readTools,
+  ...deliveryTools,
+  ...statsTools,
+  ...writeTools,
+  ...mailTools,
+];
 
 /** A successful result: the REST object, as JSON text for any client and as structured content. */
 export function toolResult(value: Record<string, unknown>): CallToolResult {

@@ -13,6 +13,7 @@ import { endpointsRoutes } from "./endpoints.ts";
 import { eventsRoutes } from "./events.ts";
 import { outboundRoutes } from "./outbound.ts";
 import { shieldRulesRoutes } from "./shield-rules.ts";
+import { statsRoutes } from "./stats.ts";
 import { threadsRoutes } from "./threads.ts";
 
 /**
@@ -32,6 +33,7 @@ export const v1Routes: readonly Route[] = [
   ...blocksRoutes,
   ...threadsRoutes,
   ...accountRoutes,
+  ...statsRoutes,
   ...eventsRoutes,
 ];
 

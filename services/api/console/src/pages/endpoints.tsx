@@ -3,6 +3,7 @@ import { ApiError, api, type Endpoint, type Page } from "../api.ts";
 import { Button, Empty, ErrorNote, Loading, ShownOnce, TextField } from "../components.tsx";
 import { useAction, useAsync, useSubmit } from "../use-async.ts";
 import { EndpointEdit } from "./endpoint-edit.tsx";
+import { EndpointHealthPanel } from "./endpoint-health.tsx";
 
 type TestResult = {
   ok: boolean;
@@ -78,6 +79,7 @@ function EndpointCard(props: {
         />
       )}
       {test && <TestOutcome r={test} />}
+      <EndpointHealthPanel endpointId={ep.id} />
     </article>
   );
 }
@@ -129,7 +131,7 @@ function CreateEndpoint({ onCreated }: { onCreated: (secret: string | undefined)
   );
 }
 
-/** Endpoints: create (secret shown once), send a test, rotate the secret, pause and resume. */
+/** Endpoints: each with its health; create (secret shown once), send a test, rotate the secret, pause and resume. */
 export function Endpoints() {
   const list = useAsync(() => api<Page<Endpoint>>("GET", "/endpoints?limit=100"));
   const [secret, setSecret] = useState<string>();

@@ -2,6 +2,7 @@ import { api, type Overview as Data } from "../api.ts";
 import { ErrorNote, keptFor, Loading } from "../components.tsx";
 import { navigate } from "../router.ts";
 import { useAsync } from "../use-async.ts";
+import { OverviewCharts } from "./overview-charts.tsx";
 
 const limit = (n: number | null) => (n === null ? "no limit" : n.toLocaleString());
 
@@ -59,6 +60,7 @@ export function Overview() {
           </button>
         </p>
       )}
+      {data.counts.domains > 0 && <OverviewCharts />}
       {data.counts.domains === 0 && (
         <div className="empty">
           <h3>Start by adding a domain</h3>
