@@ -3,7 +3,7 @@ import { timestamp } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 import { findOwnedEndpoint } from "./endpoints.ts";
 import { bucketStarts, deliveryCountsSchema, latencySchema, stepOf, windowStart } from "./stats.ts";
-import { ATTEMPT_LOOKBACK, attemptDurations, latencyOf, mergeDurations } from "./stats-queries.ts";
+import { ATTEMPT_LOOKBACK, attemptPercentiles, latencyPart } from "./stats-queries.ts";
 
 /**
  * How one endpoint is doing: its attempts of the last 24 hours (success rate, latency, hour by hour),
@@ -154,15 +154,14 @@ export async function getEndpointHealth(
   const ep = await findOwnedEndpoint(ctx, accountId, id);
   const from = windowStart("24h", now);
   const [attempts, failures, since, waiting, deliveries] = await Promise.all([
-    attemptDurations(ctx, accountId, { from, until: null, step: stepOf("24h") }, ep.id),
+    attemptPercentiles(ctx, accountId, { from, until: null, step: stepOf("24h") }, ep.id),
     lastFailures(ctx, ep.id, from),
     ep.failingSince ?? failingSince(ctx, ep.id),
     backlog(ctx, ep.id),
     deliveriesSince(ctx, ep.id, from),
   ]);
-  const latency = latencyOf(mergeDurations([...attempts.values()].map((b) => b.durations)));
-  const failed = [...attempts.values()].reduce((s, b) => s + b.failed, 0);
-  const total = { ...latency, failed };
+  const latency = latencyPart(attempts.get(-1));
+  const total = { ...latency, failed: attempts.get(-1)?.failed ?? 0 };
   return {
     endpointId: ep.id,
     from: from.toISOString(),
@@ -178,7 +177,7 @@ export async function getEndpointHealth(
     lastFailures: failures,
     hourly: bucketStarts("24h", now).map((start) => {
       const b = attempts.get(start.getTime());
-      return { start: start.toISOString(), ...latencyOf(b?.durations), failed: b?.failed ?? 0 };
+      return { start: start.toISOString(), ...latencyPart(b), failed: b?.failed ?? 0 };
     }),
   };
 }

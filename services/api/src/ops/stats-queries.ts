@@ -114,6 +114,42 @@ export async function attemptDurations(
   return out;
 }
 
+/**
+ * Attempt count, failures and exact percentiles (percentile_disc) per bucket of the attempt's start,
+ * and over the whole range under the key -1: for the hourly views, where a sort of a day's attempts
+ * costs less than carrying every bucket's distinct durations to the API.
+ */
+export async function attemptPercentiles(
+  ctx: OpsContext,
+  accountId: string,
+  { from, step }: Range,
+  endpointId: string | null = null,
+): Promise<Bucketed<Latency & { failed: number }>> {
+  const rows = await ctx.prisma.$queryRaw<
+    { start: Date | null; attempts: bigint; failed: bigint; p50: number | null; p95: number | null }[]
+  >`
+    SELECT date_bin(${step}::interval, a."startedAt", ${from}::timestamptz) AS start,
+           count(*) AS attempts, count(*) FILTER (WHERE a.error IS NOT NULL) AS failed,
+           percentile_disc(0.5) WITHIN GROUP (ORDER BY a."durationMs") AS p50,
+           percentile_disc(0.95) WITHIN GROUP (ORDER BY a."durationMs") AS p95
+      FROM deliveries d JOIN delivery_attempts a ON a."deliveryId" = d.id
+     WHERE d."accountId" = ${accountId}
+       AND d."createdAt" >= ${from}::timestamptz - ${ATTEMPT_LOOKBACK}::interval
+       AND (${endpointId}::text IS NULL OR d."endpointId" = ${endpointId}::text)
+       AND a."startedAt" >= ${from}::timestamptz
+     GROUP BY GROUPING SETS ((1), ())`;
+  return new Map(
+    rows.map((r) => [
+      r.start ? r.start.getTime() : -1,
+      { attempts: n(r.attempts), failed: n(r.failed), p50Ms: r.p50, p95Ms: r.p95 },
+    ]),
+  );
+}
+
+export const NO_LATENCY: Latency = { attempts: 0, p50Ms: null, p95Ms: null };
+export const latencyPart = (l: (Latency & { failed: number }) | undefined): Latency =>
+  l ? { attempts: l.attempts, p50Ms: l.p50Ms, p95Ms: l.p95Ms } : NO_LATENCY;
+
 /** Durations of several buckets together. */
 export function mergeDurations(parts: Iterable<Durations>): Durations {
   const out: Durations = {};

@@ -2,23 +2,27 @@ import { z } from "zod";
 import { parseQuery } from "../lib/http.ts";
 import { timestamp } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
-import { type Day, dailyBuckets } from "./stats-days.ts";
+import { dailyBuckets } from "./stats-days.ts";
 import {
-  attemptDurations,
+  attemptPercentiles,
   type Bucketed,
+  type DeliveryCounts,
   deliveryCounts,
+  type Latency,
   latencyOf,
+  latencyPart,
+  type MailCounts,
   mailCounts,
   mergeDurations,
+  NO_LATENCY,
   noDeliveries,
   noMail,
 } from "./stats-queries.ts";
 
 /**
  * What happened to an account's mail and deliveries over the last 24 hours (hourly buckets) or the
- * last 30 days (daily buckets, UTC days), computed from the rows themselves: one aggregate per
- * table, each an index range scan on (accountId, time) that never reads a row's heap page for
- * mail, blocks and deliveries (covering indexes, see the stats_indexes migration).
+ * last 30 days (daily buckets, UTC days): the hours and the live days counted from the rows
+ * (stats-queries.ts), the closed days read from stats_days (stats-days.ts).
  */
 
 export const statsWindow = z.enum(["24h", "30d"], "must be 24h or 30d");
@@ -105,23 +109,38 @@ export function bucketStarts(window: StatsWindow, now: Date): Date[] {
 
 export const stepOf = (window: StatsWindow) => WINDOWS[window].step;
 
+type Counted = {
+  buckets: Bucketed<{ mail: MailCounts; deliveries: DeliveryCounts; latency: Latency }>;
+  latency: Latency;
+};
+
 /** The 24-hour view: every hour counted from the rows. */
-async function hourlyBuckets(ctx: OpsContext, accountId: string, from: Date): Promise<Bucketed<Day>> {
+async function hourly(ctx: OpsContext, accountId: string, from: Date): Promise<Counted> {
   const range = { from, until: null, step: WINDOWS["24h"].step };
   const [mail, deliveries, attempts] = await Promise.all([
     mailCounts(ctx, accountId, range),
     deliveryCounts(ctx, accountId, range),
-    attemptDurations(ctx, accountId, range),
+    attemptPercentiles(ctx, accountId, range),
   ]);
-  const out: Bucketed<Day> = new Map();
+  const buckets: Counted["buckets"] = new Map();
   for (const t of new Set([...mail.keys(), ...deliveries.keys(), ...attempts.keys()])) {
-    out.set(t, {
+    buckets.set(t, {
       mail: mail.get(t) ?? noMail(),
       deliveries: deliveries.get(t) ?? noDeliveries(),
-      attempts: attempts.get(t) ?? { durations: {}, failed: 0 },
+      latency: latencyPart(attempts.get(t)),
     });
   }
-  return out;
+  return { buckets, latency: latencyPart(attempts.get(-1)) };
+}
+
+/** The 30-day view: closed days from stats_days, yesterday and today from the rows. */
+async function daily(ctx: OpsContext, accountId: string, from: Date, now: Date): Promise<Counted> {
+  const days = await dailyBuckets(ctx, accountId, from, now);
+  const buckets: Counted["buckets"] = new Map();
+  for (const [t, d] of days) {
+    buckets.set(t, { mail: d.mail, deliveries: d.deliveries, latency: latencyOf(d.attempts.durations) });
+  }
+  return { buckets, latency: latencyOf(mergeDurations([...days.values()].map((d) => d.attempts.durations))) };
 }
 
 /** GET /stats: the account's mail, deliveries and delivery latency over the window, bucket by bucket. */
@@ -129,24 +148,22 @@ export async function getStats(ctx: OpsContext, accountId: string, query: unknow
   const { window } = parseQuery(statsQuery, query ?? {});
   const w = WINDOWS[window];
   const from = windowStart(window, now);
-  const counted =
-    window === "24h" ? await hourlyBuckets(ctx, accountId, from) : await dailyBuckets(ctx, accountId, from, now);
+  const counted = window === "24h" ? await hourly(ctx, accountId, from) : await daily(ctx, accountId, from, now);
   const totals = { mail: noMail(), deliveries: noDeliveries() };
   const buckets = bucketStarts(window, now).map((start) => {
-    const b = counted.get(start.getTime());
+    const b = counted.buckets.get(start.getTime());
     const mail = b?.mail ?? noMail();
     const deliveries = b?.deliveries ?? noDeliveries();
     for (const f of ["stored", "blocked", "processingFailed"] as const) totals.mail[f] += mail[f];
     for (const f of ["succeeded", "retrying", "dead", "pending"] as const) totals.deliveries[f] += deliveries[f];
-    return { start: start.toISOString(), mail, deliveries, latency: latencyOf(b?.attempts.durations) };
+    return { start: start.toISOString(), mail, deliveries, latency: b?.latency ?? NO_LATENCY };
   });
-  const latency = latencyOf(mergeDurations([...counted.values()].map((b) => b.attempts.durations)));
   return {
     window,
     bucket: w.bucket,
     from: from.toISOString(),
     to: now.toISOString(),
     buckets,
-    totals: { ...totals, latency },
+    totals: { ...totals, latency: counted.latency },
   };
 }
