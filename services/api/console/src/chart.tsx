@@ -90,7 +90,7 @@ function options(p: ChartProps, drawn: ChartSeries[], width: number): uPlot.Opti
     cursor: { points: { show: !bars }, drag: { x: false, y: false } },
     scales: {
       // Each bar covers its bucket: the axis runs to the end of the last one.
-      x: { time: true, range: (_u, min, max) => [min, max + (bars ? STEP[p.bucket] : 0)] },
+      x: { time: true, range: (_u, min, max) => [min, max + STEP[p.bucket]] },
       y: { range: (_u, _min, max) => [0, Math.max(bars ? 4 : 10, Math.ceil(max * 1.1))] },
     },
     axes: [
