@@ -153,13 +153,15 @@ export async function getEndpointHealth(
 ): Promise<EndpointHealth> {
   const ep = await findOwnedEndpoint(ctx, accountId, id);
   const from = windowStart("24h", now);
-  const [attempts, failures, since, waiting, deliveries] = await Promise.all([
+  const [attempts, failures, waiting, deliveries] = await Promise.all([
     attemptPercentiles(ctx, accountId, { from, until: null, step: stepOf("24h") }, ep.id),
     lastFailures(ctx, ep.id, from),
-    ep.failingSince ?? failingSince(ctx, ep.id),
     backlog(ctx, ep.id),
     deliveriesSince(ctx, ep.id, from),
   ]);
+  // No failed attempt among the deliveries lastFailures looked at (a longer span than
+  // failingSince's): nothing to derive, which spares healthy endpoints that scan.
+  const since = ep.failingSince ?? (failures.length ? await failingSince(ctx, ep.id) : null);
   const latency = latencyPart(attempts.get(-1));
   const total = { ...latency, failed: attempts.get(-1)?.failed ?? 0 };
   return {
