@@ -377,3 +377,47 @@ describe("Helm chart infra/helm/mailroom", () => {
     expect(() => renderChart()).toThrow(/set existingSecret to the name of a Secret/);
   });
 });
+
+/**
+ * The drain (open SMTP transactions, running jobs: SHUTDOWN_TIMEOUT_MS) must end before the
+ * orchestrator's SIGKILL, or a rolling restart cuts what the drain was finishing.
+ */
+describe("grace periods outlast SHUTDOWN_TIMEOUT_MS", () => {
+  const durationS = (d: string) => {
+    const m = /^(?:(\d+)m)?(?:(\d+)s)?$/.exec(d);
+    return Number(m?.[1] ?? 0) * 60 + Number(m?.[2] ?? 0);
+  };
+  const k8sBudgets = (objects: K8sObject[]) =>
+    services.map((service) => {
+      const spec = deploymentOf(objects, service)?.spec.template.spec;
+      const env = (spec?.containers[0]?.env ?? []) as { name: string; value: string }[];
+      const shutdownMs = Number(env.find((e) => e.name === "SHUTDOWN_TIMEOUT_MS")?.value);
+      return { service, graceMs: Number(spec?.terminationGracePeriodSeconds ?? 30) * 1000, shutdownMs };
+    });
+  const short = (b: { graceMs: number; shutdownMs: number }) => !(b.shutdownMs > 0 && b.graceMs > b.shutdownMs);
+
+  test("Helm chart: SHUTDOWN_TIMEOUT_MS is set 5 s inside each service's terminationGracePeriodSeconds", () => {
+    const budgets = k8sBudgets(renderChart(secret));
+    expect(budgets.filter(short)).toEqual([]);
+    expect(budgets.find((b) => b.service === "smtp-ingest")).toMatchObject({ graceMs: 60_000, shutdownMs: 55_000 });
+    const longer = k8sBudgets(renderChart({ ...secret, "services.rule-engine.terminationGracePeriodSeconds": "120" }));
+    expect(longer.find((b) => b.service === "rule-engine")).toMatchObject({ graceMs: 120_000, shutdownMs: 115_000 });
+  });
+
+  test("infra/k8s: the same for every Deployment", () => {
+    expect(k8sBudgets(kustomizeObjects()).filter(short)).toEqual([]);
+  });
+
+  test("docker-compose.yml: stop_grace_period above each service's SHUTDOWN_TIMEOUT_MS", () => {
+    const compose = composeServices() as Record<string, ComposeService & { stop_grace_period?: string }>;
+    const budgets = Object.entries(compose)
+      .filter(([, svc]) => serviceOfCommand(svc.command ?? []) && !svc.command?.some((a) => a.includes("migrate")))
+      .map(([service, svc]) => ({
+        service,
+        graceMs: durationS(svc.stop_grace_period ?? "10s") * 1000,
+        shutdownMs: Number(svc.environment?.SHUTDOWN_TIMEOUT_MS),
+      }));
+    expect(budgets.length).toBe(services.length);
+    expect(budgets.filter(short)).toEqual([]);
+  });
+});

@@ -3,6 +3,7 @@ export { DelayedError, UnrecoverableError } from "bullmq";
 export * from "./catalog.ts";
 export * from "./connections.ts";
 export * from "./depth.ts";
+export { DEFAULT_DRAIN_MS, type Drained, drainWorker } from "./drain.ts";
 export * from "./events.ts";
 export * from "./fairness.ts";
 export * from "./queues.ts";

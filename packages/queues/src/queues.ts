@@ -1,5 +1,6 @@
 import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker, type WorkerOptions } from "bullmq";
 import { type Catalog, catalog, type Payload, type QueueKey } from "./catalog.ts";
+import { holding } from "./drain.ts";
 import { queuePrefix, type RedisClient } from "./redis.ts";
 
 /** `prefix` is the deployment's (REDIS_PREFIX); on a cluster each queue adds its hash tag to it. */
@@ -71,13 +72,20 @@ export function createWorker<K extends QueueKey>(
 ): Worker {
   const def: Catalog[K] = catalog[key];
   const { connection, prefix, ...rest } = opts;
-  return new Worker(
+  const self: Worker = new Worker(
     def.name,
-    async (job: Job) => {
-      const parsed = def.schema.safeParse(job.data);
-      if (!parsed.success) throw new UnrecoverableError(`invalid ${def.name} payload: ${parsed.error.message}`);
-      await handler(parsed.data as Payload<K>, job);
-    },
+    // Held while the handler runs, so a shutdown past its budget can hand it back (drain.ts).
+    (job: Job) =>
+      holding(
+        () => self,
+        job,
+        async () => {
+          const parsed = def.schema.safeParse(job.data);
+          if (!parsed.success) throw new UnrecoverableError(`invalid ${def.name} payload: ${parsed.error.message}`);
+          await handler(parsed.data as Payload<K>, job);
+        },
+      ),
     { connection, prefix: queuePrefix(prefix, def.name, connection), ...rest },
   );
+  return self;
 }

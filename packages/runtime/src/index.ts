@@ -14,6 +14,15 @@ export {
   StartupError,
 } from "./startup.ts";
 
+/**
+ * The part of SHUTDOWN_TIMEOUT_MS a service may spend finishing the work it holds (open SMTP
+ * transactions, active jobs): the rest (a fifth, at most 5 s) is left for closing its queues,
+ * Redis, Postgres and the health port before the force-exit timer fires.
+ */
+export function drainBudgetMs(shutdownTimeoutMs: number): number {
+  return shutdownTimeoutMs - Math.min(5_000, Math.floor(shutdownTimeoutMs / 5));
+}
+
 export type ShutdownStep = { name: string; close: () => Promise<unknown> | unknown };
 
 /**

@@ -43,7 +43,7 @@ export async function ingestEnv(): Promise<IngestEnv> {
         socketTimeoutMs: 30_000,
         maxConnections: 50,
         maxConnectionsPerIp: 20,
-        closeTimeoutMs: 500,
+        drainBudgetMs: 500,
         ...overrides,
       });
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
@@ -51,7 +51,7 @@ export async function ingestEnv(): Promise<IngestEnv> {
       const ingest: Ingest = {
         port,
         server,
-        close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+        close: () => server.drain(),
       };
       started.push(ingest);
       return ingest;

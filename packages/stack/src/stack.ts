@@ -224,7 +224,7 @@ async function startIngest(shared: Shared, opts: StackOptions, closers: Closer[]
   });
   const ingest = await startIngestService(env, {
     boot: await bootOf("smtp-ingest", shared, closers),
-    server: { closeTimeoutMs: 500 },
+    server: { drainBudgetMs: 500 },
   });
   closers.push(() => ingest.close());
   return ingest;

@@ -1,6 +1,14 @@
 import { attemptOfJobId, enqueueDeliveryAttempt, sweepOverdueDeliveries } from "@mailroom/deliveries";
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
-import { createWorker, DelayedError, type Redis, type TypedQueue, type Worker } from "@mailroom/queues";
+import {
+  createWorker,
+  DEFAULT_DRAIN_MS,
+  DelayedError,
+  drainWorker,
+  type Redis,
+  type TypedQueue,
+  type Worker,
+} from "@mailroom/queues";
 import { startPeriodic } from "@mailroom/runtime";
 import { attemptForward, type ForwardDeps } from "./forward.ts";
 
@@ -24,7 +32,11 @@ export type ForwardWorkerOptions = Omit<ForwardDeps, "requeue"> & {
  * those whose job was lost (Redis restarted, a crash between commit and enqueue, an endpoint
  * active again after a pause).
  */
-export function startForwardWorker(opts: ForwardWorkerOptions): { worker: Worker; close(): Promise<void> } {
+export function startForwardWorker(opts: ForwardWorkerOptions): {
+  worker: Worker;
+  /** Stops fetching; running jobs get `drainMs` to finish, then are handed back (drainWorker). */
+  close(drainMs?: number): Promise<void>;
+} {
   const queues = { forward: opts.forwardQueue };
   const deps: ForwardDeps = {
     ...opts,
@@ -55,9 +67,9 @@ export function startForwardWorker(opts: ForwardWorkerOptions): { worker: Worker
   });
   return {
     worker,
-    async close() {
+    async close(drainMs = DEFAULT_DRAIN_MS) {
       await sweep.close();
-      await worker.close();
+      await drainWorker(worker, drainMs, opts.logger);
     },
   };
 }

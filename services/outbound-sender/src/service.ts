@@ -8,6 +8,7 @@ import {
   type WorkerBoot,
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
+import { drainBudgetMs } from "@mailroom/runtime";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { startTracing } from "@mailroom/tracing";
 import type { SenderEnv } from "./env.ts";
@@ -46,6 +47,8 @@ export async function startSenderService(env: SenderEnv, deps: SenderServiceDeps
     prefix: env.REDIS_PREFIX,
     concurrency: env.OUTBOUND_CONCURRENCY,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    // Running jobs may use SHUTDOWN_TIMEOUT_MS less what the rest of the shutdown needs.
+    drainMs: drainBudgetMs(env.SHUTDOWN_TIMEOUT_MS),
     forwardQueue,
     events: createEventPublisher(producerRedis, env.REDIS_PREFIX, logPublishFailure(logger)),
   });

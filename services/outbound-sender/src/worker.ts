@@ -1,6 +1,6 @@
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { Redis, TypedQueue } from "@mailroom/queues";
-import { createWorker, type EventPublisher, type Worker } from "@mailroom/queues";
+import { createWorker, DEFAULT_DRAIN_MS, drainWorker, type EventPublisher, type Worker } from "@mailroom/queues";
 import { startPeriodic } from "@mailroom/runtime";
 import type { ByteStore } from "@mailroom/storage";
 import type { Tracing } from "@mailroom/tracing";
@@ -30,6 +30,8 @@ export function startOutboundSender(
     bytes?: ByteStore;
     /** A span per forward attempt (forward.ts); absent: none. */
     tracing?: Tracing;
+    /** On close, how long running sends may take before their jobs are handed back (default 30 s). */
+    drainMs?: number;
   },
 ): OutboundSender {
   const worker = createWorker(
@@ -59,7 +61,8 @@ export function startOutboundSender(
   return {
     worker,
     async close() {
-      await Promise.all([sweeper.close(), worker.close(), forwarder.close()]);
+      const drainMs = deps.drainMs ?? DEFAULT_DRAIN_MS;
+      await Promise.all([sweeper.close(), drainWorker(worker, drainMs, deps.logger), forwarder.close(drainMs)]);
     },
   };
 }

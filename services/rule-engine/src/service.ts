@@ -9,6 +9,7 @@ import {
   type WorkerBoot,
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
+import { drainBudgetMs } from "@mailroom/runtime";
 import { byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { startTracing } from "@mailroom/tracing";
 import type { RuleEngineEnv } from "./env.ts";
@@ -64,6 +65,8 @@ export async function startRuleEngineService(
     maxTries: env.PROCESSING_MAX_TRIES,
     memoryBytes: env.RULE_ENGINE_MEMORY_BYTES,
     lockDurationMs: env.RULE_ENGINE_LOCK_MS,
+    // Running jobs may use SHUTDOWN_TIMEOUT_MS less what the rest of the shutdown needs.
+    drainMs: drainBudgetMs(env.SHUTDOWN_TIMEOUT_MS),
     parser,
     ...spamScanner(env),
     virus: virusScanner(env, logger, obs.registry),

@@ -2,7 +2,15 @@ import { poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { dependencyErrors } from "@mailroom/observability";
 import type { Redis } from "@mailroom/queues";
-import { accountVolume, createWorker, RETRY_PRIORITY, type TypedQueue, type Worker } from "@mailroom/queues";
+import {
+  accountVolume,
+  createWorker,
+  DEFAULT_DRAIN_MS,
+  drainWorker,
+  RETRY_PRIORITY,
+  type TypedQueue,
+  type Worker,
+} from "@mailroom/queues";
 import { type Periodic, startPeriodic } from "@mailroom/runtime";
 import { processJob } from "./attempts.ts";
 import { createByteBudget } from "./budget.ts";
@@ -15,28 +23,30 @@ import { purgeUnusedSpools, sweepPendingRecipients } from "./sweeper.ts";
 
 export type RuleEngine = { worker: Worker; close(): Promise<void> };
 
+export type RuleEngineOptions = ProcessDeps & {
+  connection: Redis;
+  prefix: string;
+  inboundQueue: TypedQueue<"inbound">;
+  concurrency: number;
+  sweepIntervalMs: number;
+  /** A pending recipient older than this without a job is re-queued (default 2 min). */
+  sweepAfterMs?: number;
+  /** BullMQ job lock; a crashed worker's job is taken over once it lapses (default 30 s). */
+  lockDurationMs?: number;
+  /** Tries before a message is stored as PROCESSING_FAILED (default 5; attempts.ts). */
+  maxTries?: number;
+  /** Recipients the sweeper reads per query; it pages through all of them (default 500). */
+  sweepPageSize?: number;
+  /** Message bytes processed at once (budget.ts); absent: only the concurrency bounds them. */
+  memoryBytes?: number;
+  /** Outcomes and parse failures (metrics.ts); absent: not measured. */
+  metrics?: RuleEngineMetrics;
+  /** On close, how long running jobs may take before they are handed back (default 30 s). */
+  drainMs?: number;
+};
+
 /** The `inbound` worker plus the sweeper that re-queues recipients whose jobs were lost. */
-export function startRuleEngine(
-  deps: ProcessDeps & {
-    connection: Redis;
-    prefix: string;
-    inboundQueue: TypedQueue<"inbound">;
-    concurrency: number;
-    sweepIntervalMs: number;
-    /** A pending recipient older than this without a job is re-queued (default 2 min). */
-    sweepAfterMs?: number;
-    /** BullMQ job lock; a crashed worker's job is taken over once it lapses (default 30 s). */
-    lockDurationMs?: number;
-    /** Tries before a message is stored as PROCESSING_FAILED (default 5; attempts.ts). */
-    maxTries?: number;
-    /** Recipients the sweeper reads per query; it pages through all of them (default 500). */
-    sweepPageSize?: number;
-    /** Message bytes processed at once (budget.ts); absent: only the concurrency bounds them. */
-    memoryBytes?: number;
-    /** Outcomes and parse failures (metrics.ts); absent: not measured. */
-    metrics?: RuleEngineMetrics;
-  },
-): RuleEngine {
+export function startRuleEngine(deps: RuleEngineOptions): RuleEngine {
   const processDeps: ProcessDeps = {
     ...deps,
     shield: deps.shield ?? createShield(deps.prisma),
@@ -71,7 +81,7 @@ export function startRuleEngine(
     async close() {
       // The schedule stops at once; a pass in flight is awaited once the worker is closed.
       const sweepStopped = sweeper.close();
-      await worker.close();
+      await drainWorker(worker, deps.drainMs ?? DEFAULT_DRAIN_MS, deps.logger);
       await sweepStopped;
     },
   };

@@ -13,6 +13,7 @@ import {
 } from "smtp-server";
 import { type Accepting, acceptInBatches, type BatchLimits, defaultBatchLimits } from "./accept-batch.ts";
 import { type ConnectionGuard, type ConnectionPolicy, defaultPolicy, guardConnections } from "./connection-guard.ts";
+import { drainSmtp, SHUTTING_DOWN } from "./drain.ts";
 import { smtpError, useOwnEnhancedCodes } from "./enhanced-codes.ts";
 import { unknownParameter } from "./esmtp-params.ts";
 import { type IngestMetrics, observeIngest } from "./metrics.ts";
@@ -36,7 +37,11 @@ export type IngestOptions = {
   maxConnections: number;
   maxConnectionsPerIp: number;
   tls?: { cert: string | Buffer; key: string | Buffer };
-  closeTimeoutMs?: number;
+  /**
+   * On shutdown, how long open mail transactions may take to finish before they are cut (drain.ts;
+   * the service derives it from SHUTDOWN_TIMEOUT_MS). Default 30 s.
+   */
+  drainBudgetMs?: number;
   /** Longest a connection may stay open, however busy (the idle limit is socketTimeoutMs). */
   connectionTimeoutMs?: number;
   /** Whose postmaster a bare `RCPT TO:<postmaster>` is (default: hostname); see postmaster.ts. */
@@ -57,7 +62,10 @@ export type IngestOptions = {
   rcptLookup?: (grouped: Lookup) => Lookup;
 };
 
-export type IngestServer = SMTPServer & { shuttingDown: () => void };
+export type IngestServer = SMTPServer & {
+  /** Stops intake and lets open transactions finish (drain.ts); resolves once every session is gone. */
+  drain: () => Promise<void>;
+};
 
 type RoutedAddress = SMTPServerAddress & { route?: Route };
 type Done = (err?: Error | null) => void;
@@ -122,9 +130,12 @@ export function createIngestServer(opts: IngestOptions): IngestServer {
   ingest.metrics = observeIngest(server, opts.registry ?? new Registry(), opts.logger, ingest.spool.waiting);
   // A bind failure before listening is main.ts's to report (one fatal line); after that, log and go on.
   server.on("error", (err) => server.server.listening && opts.logger.warn({ err: err.message }, "smtp error"));
+  let drained: Promise<void> | undefined;
   return Object.assign(server, {
-    shuttingDown: () => {
+    drain: () => {
       ingest.closing = true;
+      drained ??= drainSmtp(server, opts.drainBudgetMs ?? 30_000, opts.logger);
+      return drained;
     },
   });
 }
@@ -138,7 +149,6 @@ function serverOptions(opts: IngestOptions): SMTPServerOptions {
     maxClients: opts.maxConnections,
     maxRecipients: opts.maxRecipients,
     socketTimeout: opts.socketTimeoutMs,
-    closeTimeout: opts.closeTimeoutMs ?? 5_000,
     authOptional: true,
     disabledCommands: opts.tls ? ["AUTH"] : ["AUTH", "STARTTLS"],
     hideSTARTTLS: !opts.tls,
@@ -152,7 +162,7 @@ function serverOptions(opts: IngestOptions): SMTPServerOptions {
   };
 }
 
-const shuttingDown = () => smtpError(421, "4.3.2", "Service shutting down, try again later");
+const shuttingDown = () => Object.assign(new Error(SHUTTING_DOWN), { responseCode: 421 });
 
 /** smtp-server's callbacks, one per SMTP step of a session. */
 function sessionHandlers(ingest: Ingest): Partial<SMTPServerOptions> {
@@ -180,7 +190,7 @@ function sessionHandlers(ingest: Ingest): Partial<SMTPServerOptions> {
       cb();
     },
     onRcptTo(address, session, cb) {
-      if (ingest.closing) return cb(shuttingDown());
+      // No closing check: a transaction begun before shutdown is finished (drain.ts).
       const bad = unknownParameter("RCPT", address.args);
       if (bad) return cb(bad);
       const span = ingest.traces?.child(session, "smtp rcpt");

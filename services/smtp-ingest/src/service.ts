@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { poolOf } from "@mailroom/db";
 import type { Logger } from "@mailroom/log";
 import { type BootDeps, bootProducer, type RunningService, serviceStarted } from "@mailroom/observability";
-import { listen } from "@mailroom/runtime";
+import { drainBudgetMs, listen } from "@mailroom/runtime";
 import { startTracing } from "@mailroom/tracing";
 import { defaultBatchLimits } from "./accept-batch.ts";
 import { DataBudget } from "./data-budget.ts";
@@ -16,7 +16,7 @@ import { startStagingPurge } from "./staging.ts";
 
 /** What a test (the in-process stack) hands in instead of what the ingest would make from its env. */
 export type IngestServiceDeps = BootDeps & {
-  /** Server options on top of those read from the env (a test's short close timeout). */
+  /** Server options on top of those read from the env (a test's short drain budget). */
   server?: Partial<IngestOptions>;
 };
 
@@ -54,13 +54,12 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
   await listen(server.server, env.SMTP_PORT, env.SMTP_HOST, "SMTP_PORT");
   const port = (server.server.address() as AddressInfo).port;
   logger.info({ host: env.SMTP_HOST, port }, `smtp-ingest listening on ${env.SMTP_HOST}:${port}`);
-  const closeSmtp = () =>
-    new Promise<void>((resolve) => {
-      server.shuttingDown();
-      // The purge schedule stops now; a purge in flight is awaited with the connections.
-      const purgeStopped = stagingPurge.close();
-      server.close(() => resolve(purgeStopped));
-    });
+  const closeSmtp = async () => {
+    // The purge schedule stops now; a purge in flight is awaited with the sessions.
+    const purgeStopped = stagingPurge.close();
+    await server.drain();
+    await purgeStopped;
+  };
   const service = serviceStarted(boot, deps.boot, [
     { name: "smtp", close: closeSmtp },
     { name: "queue", close: () => queue.close() },
@@ -94,6 +93,8 @@ function ingestOptions(env: IngestEnv): Omit<IngestOptions, "prisma" | "queue" |
     ...(env.SMTP_POSTMASTER_DOMAIN ? { postmasterDomain: env.SMTP_POSTMASTER_DOMAIN } : {}),
     ...(env.SMTP_PROXY_PROTOCOL ? { proxyProtocol: { trustedCidrs: env.SMTP_PROXY_TRUSTED_CIDRS } } : {}),
     maxMessageBytes: env.MAX_MESSAGE_BYTES,
+    // Open transactions may use SHUTDOWN_TIMEOUT_MS less what the rest of the shutdown needs.
+    drainBudgetMs: drainBudgetMs(env.SHUTDOWN_TIMEOUT_MS),
     maxRecipients: env.MAX_RECIPIENTS,
     socketTimeoutMs: env.SMTP_SOCKET_TIMEOUT_MS,
     connectionTimeoutMs: env.SMTP_CONNECTION_TIMEOUT_MS,

@@ -85,6 +85,12 @@ export function installConnectionHooks(server: SMTPServer, h: ConnectionHooks): 
 export const connectionsOf = (server: SMTPServer): Set<LiveConnection> =>
   (server as unknown as { connections: Set<LiveConnection> }).connections;
 
+/** Sockets accepted before a session exists (waiting for the PROXY header or the TLS handshake). */
+export function pendingSockets(server: SMTPServer): Socket[] {
+  const pending = (server as unknown as { _pendingSockets?: Map<Socket, Socket> })._pendingSockets;
+  return pending ? [...pending.values()] : [];
+}
+
 /** What smtp-server's connect() takes from a PROXY reader: the session id and the client behind the proxy. */
 export type ProxiedSocket = { id: string; remoteAddress?: string; remotePort?: number };
 export type ProxyReader = (socket: Socket, done: (err: Error | null, session?: ProxiedSocket) => void) => void;

@@ -16,7 +16,19 @@ import {
   simpleMessage,
   splitStored,
   swaks,
+  waitFor,
 } from "@mailroom/testing";
+
+type Raw = Awaited<ReturnType<typeof rawSession>>;
+/** Writes one command and returns the final line of its reply (the first `NNN ` line after it). */
+async function reply(s: Raw, line: string): Promise<string> {
+  const n = s.lines.length;
+  s.write(line);
+  return waitFor(async () => s.lines.slice(n).find((l) => /^\d{3} /.test(l)) ?? false, {
+    what: `reply to ${line}`,
+    timeoutMs: 90_000,
+  });
+}
 
 /** The session around the transaction: EHLO, STARTTLS, shutdown, timeouts, the per-IP cap. */
 describe("smtp-ingest session", () => {
@@ -167,20 +179,64 @@ describe("smtp-ingest session", () => {
     }
   });
 
-  it("421 on shutdown: an open session gets 421 at its next command, a new connection gets 421 at once", async () => {
-    const ing = await t.start();
-    const conn = await connect({ port: ing.port });
-    ing.server.shuttingDown();
-    const late = await rawSession(ing.port);
-    expect(await late.next(/^\d{3} /)).toMatch(/^421 4\.3\.2 /);
-    const r = await send(
-      conn,
-      { from: "a@sender.example", to: ["support@session.example"] },
-      simpleMessage("a@sender.example", "support@session.example"),
+  it("drain: a DATA in progress finishes with its 250, then 421 4.3.2; idle sessions get 421 at once; the listener closes", async () => {
+    const ing = await t.start({ drainBudgetMs: 120_000 });
+    const idle = await rawSession(ing.port);
+    await idle.next(/^220 /);
+    await reply(idle, "EHLO idle.example");
+    const busy = await rawSession(ing.port);
+    await busy.next(/^220 /);
+    await reply(busy, "EHLO busy.example");
+    expect(await reply(busy, "MAIL FROM:<a@sender.example>")).toMatch(/^250 /);
+    expect(await reply(busy, "RCPT TO:<support@session.example>")).toMatch(/^250 /);
+    // Between RCPT and DATA at the drain: the transaction is still finished.
+    const between = await rawSession(ing.port);
+    await between.next(/^220 /);
+    await reply(between, "EHLO between.example");
+    expect(await reply(between, "MAIL FROM:<b@sender.example>")).toMatch(/^250 /);
+    expect(await reply(between, "RCPT TO:<support@session.example>")).toMatch(/^250 /);
+    expect(await reply(busy, "DATA")).toMatch(/^354 /);
+    busy.socket.write(
+      "From: a@sender.example\r\nTo: support@session.example\r\nSubject: drained\r\n\r\nfirst half\r\n",
     );
-    expect(r.ok).toBe(false);
-    expect(r.code).toBe(421);
-    await ing.close();
+
+    const drained = ing.server.drain();
+    expect(await idle.next(/^421 /)).toMatch(/^421 4\.3\.2 /);
+    await idle.closed;
+    // The listener is closed: a load balancer's next connection goes elsewhere.
+    await expect(rawSession(ing.port)).rejects.toMatchObject({ code: "ECONNREFUSED" });
+
+    const n = busy.lines.length;
+    busy.socket.write("second half\r\n.\r\n");
+    const accepted = await waitFor(async () => busy.lines.slice(n).find((l) => /^\d{3} /.test(l)) ?? false, {
+      what: "DATA reply",
+      timeoutMs: 90_000,
+    });
+    expect(accepted).toMatch(/^250 2\.0\.0 Ok: queued as spl_/);
+    expect(await busy.next(/^421 /)).toMatch(/^421 4\.3\.2 /);
+    await busy.closed;
+    expect(await reply(between, "DATA")).toMatch(/^354 /);
+    expect(await reply(between, "Subject: between\r\n\r\nbody\r\n.")).toMatch(/^250 2\.0\.0 /);
+    // Its transaction done, the session is told to go (a new MAIL would get the same 421).
+    expect(await between.next(/^421 /)).toMatch(/^421 4\.3\.2 /);
+    await between.closed;
+    await drained;
+    const spoolId = /queued as (\S+)/.exec(accepted)?.[1] ?? "";
+    expect(await t.prisma.spooledMessage.count({ where: { id: spoolId } })).toBe(1);
+  });
+
+  it("drain: past its budget an open transaction is cut with 421 4.3.2", async () => {
+    const ing = await t.start({ drainBudgetMs: 300 });
+    const busy = await rawSession(ing.port);
+    await busy.next(/^220 /);
+    await reply(busy, "EHLO busy.example");
+    await reply(busy, "MAIL FROM:<a@sender.example>");
+    await reply(busy, "RCPT TO:<support@session.example>");
+    expect(await reply(busy, "DATA")).toMatch(/^354 /);
+    busy.socket.write("Subject: never finished\r\n\r\n");
+    await ing.server.drain();
+    expect(await busy.next(/^421 /)).toMatch(/^421 4\.3\.2 /);
+    await busy.closed;
   });
 
   it("421 after the idle timeout", async () => {

@@ -9,6 +9,7 @@ import {
   type WorkerBoot,
 } from "@mailroom/observability";
 import { createEventPublisher, logPublishFailure } from "@mailroom/queues";
+import { drainBudgetMs } from "@mailroom/runtime";
 import { attachmentLinks, byteStoreConfig, createByteStore } from "@mailroom/storage";
 import { startTracing } from "@mailroom/tracing";
 import type { DispatcherEnv } from "./env.ts";
@@ -60,6 +61,8 @@ export async function startDispatcherService(
     disableAfterMs: env.ENDPOINT_DISABLE_AFTER_MS,
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     sweepGraceMs: env.SWEEP_GRACE_MS,
+    // Running jobs may use SHUTDOWN_TIMEOUT_MS less what the rest of the shutdown needs.
+    drainMs: drainBudgetMs(env.SHUTDOWN_TIMEOUT_MS),
     events: createEventPublisher(producerRedis, env.REDIS_PREFIX, logPublishFailure(logger)),
   });
   logger.info(

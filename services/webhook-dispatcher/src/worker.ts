@@ -1,7 +1,7 @@
 import { attemptOfJobId, batchedAttemptStore, sweepOverdueDeliveries } from "@mailroom/deliveries";
 import { type DeliveryMetrics, dependencyErrors, secondsSince } from "@mailroom/observability";
 import type { EventPublisher, Job, MailEvent } from "@mailroom/queues";
-import { createWorker, DelayedError, type Worker } from "@mailroom/queues";
+import { createWorker, DEFAULT_DRAIN_MS, DelayedError, drainWorker, type Worker } from "@mailroom/queues";
 import { startPeriodic } from "@mailroom/runtime";
 import { type Circuit, createCircuit, disableLongFailing, dueDeliveries } from "./circuit.ts";
 import {
@@ -32,6 +32,8 @@ export type DispatcherOptions = DispatchDeps &
     detachAfterMs?: number;
     /** Attempts going on without their jobs at most (default 512). */
     maxDetached?: number;
+    /** On close, how long running attempts may take before their jobs are handed back (default 30 s). */
+    drainMs?: number;
   };
 
 /** What waited for an endpoint is queued again in pages of this many when its circuit closes. */
@@ -81,7 +83,7 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     async close() {
       // The schedule stops at once; a sweep in flight is awaited once the worker is closed.
       const sweepStopped = sweeper.close();
-      await worker.close();
+      await drainWorker(worker, opts.drainMs ?? DEFAULT_DRAIN_MS, opts.logger);
       await detacher.settled();
       await sweepStopped;
       await events?.settled();
