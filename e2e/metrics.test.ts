@@ -132,6 +132,9 @@ describe("metrics and health of every service process", () => {
     expect(metricValue(smtp, "mailroom_smtp_replies_total", { code: "250" })).toBeGreaterThanOrEqual(1);
     expect(metricValue(smtp, "mailroom_smtp_replies_total", { code: "550" })).toBe(1);
     expect(metricValue(smtp, "mailroom_smtp_accepted_bytes_total")).toBeGreaterThan(0);
+    // Every RCPT went through the route cache (a hit, a miss, or read past it before it listened).
+    expect(metricValue(smtp, "mailroom_smtp_rcpt_cache_lookups_total")).toBeGreaterThanOrEqual(2);
+    expect(smtp).toMatch(/^mailroom_smtp_rcpt_cache_listening\{service="smtp-ingest"\} [01]$/m);
 
     await moved("rule-engine", "mailroom_messages_processed_total", { outcome: "stored" });
     const engine = await scrape("rule-engine");

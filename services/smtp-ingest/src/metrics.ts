@@ -144,3 +144,35 @@ function patchSend(): void {
     return send.call(this, code, data, context);
   };
 }
+
+/**
+ * The RCPT route cache (route-cache.ts): lookups answered from it, read from Postgres on a miss, or
+ * read from Postgres because its notifications are not being heard (`bypass`); and whether they are.
+ */
+export function observeRouteCache(
+  registry: Registry,
+  cache: { counts: Record<"hit" | "miss" | "bypass", number>; connected: boolean },
+): void {
+  const seen = { hit: 0, miss: 0, bypass: 0 };
+  new Counter({
+    name: "mailroom_smtp_rcpt_cache_lookups_total",
+    help: "RCPT lookups by how they were answered: hit (cached), miss (read and kept), bypass (read: notifications not heard)",
+    labelNames: ["result"],
+    registers: [registry],
+    collect() {
+      for (const result of ["hit", "miss", "bypass"] as const) {
+        const n = cache.counts[result] - seen[result];
+        if (n > 0) this.inc({ result }, n);
+        seen[result] = cache.counts[result];
+      }
+    },
+  });
+  new Gauge({
+    name: "mailroom_smtp_rcpt_cache_listening",
+    help: "1 while the RCPT route cache hears Postgres's change notifications (cache in use), else 0",
+    registers: [registry],
+    collect() {
+      this.set(cache.connected ? 1 : 0);
+    },
+  });
+}

@@ -8,6 +8,7 @@ import { startTracing } from "@mailroom/tracing";
 import { defaultBatchLimits } from "./accept-batch.ts";
 import { DataBudget } from "./data-budget.ts";
 import type { IngestEnv } from "./env.ts";
+import { observeRouteCache } from "./metrics.ts";
 import type { Lookup } from "./rcpt-lookup.ts";
 import { RouteCache } from "./route-cache.ts";
 import { listenForRouteChanges, type RouteListener } from "./route-listener.ts";
@@ -49,6 +50,7 @@ export async function startIngestService(env: IngestEnv, deps: IngestServiceDeps
     tracing,
     ...deps.server,
   });
+  if (routes?.cache) observeRouteCache(obs.registry, routes.cache);
   const purgeEveryMs = Math.min(env.SPOOL_STAGING_TTL_MS, 600_000);
   const stagingPurge = startStagingPurge(poolOf(prisma), logger, env.SPOOL_STAGING_TTL_MS, purgeEveryMs);
   await listen(server.server, env.SMTP_PORT, env.SMTP_HOST, "SMTP_PORT");
