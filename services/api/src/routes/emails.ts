@@ -39,7 +39,7 @@ const PLAIN_PAGE = new Set(["limit", "cursor"]);
  * `GET /emails` (the API's hottest read) starts its page beside the key check: auth.ts Prefetch.
  * Only the plain page (limit, cursor): scoped by the key's hash, the account is unknown when the
  * statement is planned, which costs nothing on the keyset index but can turn a filter's plan
- * (`from=`'s ILIKE on the largest account: 8.8 → 103 ms in bench:api) into a bad one; filtered
+ * (`from=` on the largest account: 4.7 → 103 ms p50 in bench:api) into a bad one; filtered
  * lists wait for the key and are planned for their account, as before.
  */
 export const prefetchEmailList =
