@@ -102,7 +102,7 @@ const delivered = (subject: string) =>
       receiver.requests
         .map((r) => JSON.parse(r.body.toString()) as Payload)
         .find((p) => p.data.email.subject === subject) ?? null,
-    { what: `the webhook delivery of "${subject}"`, timeoutMs: 30_000 },
+    { what: `the webhook delivery of "${subject}"`, timeoutMs: 90_000 },
   );
 
 /** The payload's email and the REST view agree, field for field (attachment links aside). */
@@ -123,11 +123,11 @@ describe("virus verdicts, a virus rule, and ARC, through the whole stack", () =>
         const res = await acct.api("GET", "/api/v1/blocks");
         return res.body.data.find((b: { subject: string }) => b.subject === "infected report") ?? null;
       },
-      { what: "the block record", timeoutMs: 30_000 },
+      { what: "the block record", timeoutMs: 90_000 },
     );
     expect(block).toMatchObject({ ruleName: "Block viruses", recipient: `in@${DOMAIN}` });
     expect(await stack.prisma.email.count({ where: { subject: "infected report" } })).toBe(0);
-  });
+  }, 120_000);
 
   it("a clean attachment: virusVerdict PASS in the webhook payload and GET /emails/{id}", async () => {
     await send("sender@sender.example", withAttachment("clean report", Buffer.from("figures\n")));
@@ -140,7 +140,7 @@ describe("virus verdicts, a virus rule, and ARC, through the whole stack", () =>
       verdictReasons: { virus: "clamd: no signature matched", arc: null, dmarc: null },
     });
     await viaRest(email);
-  });
+  }, 120_000);
 
   it("forwarded through the trusted ARC sealer: arcVerdict PASS, DMARC FAIL marked overridden", async () => {
     const original = await authorSigned({
@@ -166,7 +166,7 @@ describe("virus verdicts, a virus rule, and ARC, through the whole stack", () =>
       verdictReasons: { dmarc: expect.stringMatching(/^overridden: .*lists\.example/) },
     });
     await viaRest(email);
-  });
+  }, 120_000);
 
   it("clamd stopped: GRAY, and the mail (even EICAR) is stored and delivered", async () => {
     await clamd.stop();
@@ -175,5 +175,5 @@ describe("virus verdicts, a virus rule, and ARC, through the whole stack", () =>
     expect(email).toMatchObject({ virusVerdict: "GRAY", virusSignature: null });
     expect(String((email.verdictReasons as { virus: string }).virus)).toMatch(/^clamd: ECONNREFUSED/);
     expect(await viaRest(email)).toMatchObject({ virusVerdict: "GRAY" });
-  });
+  }, 120_000);
 });

@@ -1,20 +1,59 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chownSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "./env.ts";
 
-/** A TCP port nothing listens on right now (bound, then released). */
-export function sparePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where sparePort looks: below the kernel's ephemeral range (ip_local_port_range), which the
+ * kernel gives every outgoing connection on the machine. A port from that range, checked free and
+ * released, can be taken by any of the thousands of connections other tests open before the test
+ * binds it (EADDRINUSE), and a client retrying a stopped server on it can be given it as its own
+ * port and connect to itself. Below 20000: startRedisCluster's nodes take 20000-45000 and their
+ * bus ports 30000-55000.
+ */
+const SPARE_FROM = 10_000;
+const SPARE_TO = Math.min(19_999, ephemeralFrom() - 1);
+const handedOut = new Set<number>();
+
+function ephemeralFrom(): number {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** True if a listener could bind `port` on loopback now (port 0: the kernel picks; resolves the port). */
+function bindable(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
     const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
+    s.once("error", () => resolve(null));
+    s.listen(port, "127.0.0.1", () => {
+      const bound = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(bound));
     });
   });
+}
+
+/**
+ * A TCP port nothing listens on right now (bound, then released) that no outgoing connection can
+ * take before the caller binds it (see SPARE_FROM), and not handed out before by this process.
+ */
+export async function sparePort(): Promise<number> {
+  for (let tries = 0; SPARE_TO > SPARE_FROM && tries < 200; tries++) {
+    const port = SPARE_FROM + Math.floor(Math.random() * (SPARE_TO - SPARE_FROM + 1));
+    if (handedOut.has(port)) continue;
+    if ((await bindable(port)) === port) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  // An ephemeral range reaching down here (not Linux's default): the old way, racy but working.
+  const port = await bindable(0);
+  if (port === null) throw new Error("sparePort: cannot bind a loopback port");
+  return port;
 }
 
 const accepts = (port: number) =>

@@ -145,17 +145,26 @@ describe("clamd stopped, frozen or refusing", () => {
   let p: Pipeline;
   let own: Clamd;
   let clock = Date.now();
-  beforeAll(async () => {
-    own = await startClamd({ streamMaxLength: "64K" });
-    const scanner = createClamdScanner({
+  /**
+   * The scanner the pipeline asks. A deadline a busy machine never reaches, except in the frozen
+   * test, which swaps in a scanner with a short one: with a 1 s deadline for every test, a loaded
+   * clamd answering late turned "refused" or "stopped" into "did not answer" and counted toward
+   * the pause.
+   */
+  let scanner: VirusScanner;
+  const scannerWith = (timeoutMs: number) =>
+    createClamdScanner({
       address: address(own.socketUrl),
-      timeoutMs: 1_000,
+      timeoutMs,
       logger,
       failuresBeforePause: 2,
       pauseMs: 60_000,
       now: () => clock,
     });
-    ({ p } = await setup(scanner));
+  beforeAll(async () => {
+    own = await startClamd({ streamMaxLength: "64K" });
+    scanner = scannerWith(60_000);
+    ({ p } = await setup((raw) => scanner(raw)));
   }, 90_000);
   afterAll(async () => {
     await p?.stop();
@@ -189,6 +198,7 @@ describe("clamd stopped, frozen or refusing", () => {
   });
 
   it("clamd frozen (accepts, never answers): GRAY after the deadline, stored", async () => {
+    scanner = scannerWith(1_000);
     own.freeze();
     try {
       const e = await stored(p, attached("in@virus.example", EICAR));
