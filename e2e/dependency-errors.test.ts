@@ -61,7 +61,10 @@ describe("a service process with Redis down", () => {
       const lines = p.logLines().filter((l) => l.dependency === "redis");
       expect(p.stderr()).toBe("");
       expect(lines[0]).toMatchObject({ level: 40, msg: "redis error" });
-      expect(String(lines[0]?.err)).toMatch(/ECONNREFUSED|Connection is closed/);
+      // What a killed redis-server leaves: the connection closed (FIN), refused on reconnect, or reset
+      // (RST) when a command was on its way as it died (the kernel answers it with a reset: seen
+      // under load, where a worker is mid-command more often).
+      expect(String(lines[0]?.err)).toMatch(/ECONNREFUSED|ECONNRESET|Connection is closed/);
       // One first line, then at most one "repeated" line per 30 s window.
       expect(lines.length).toBeLessThanOrEqual(1 + windows);
       for (const l of lines.slice(1))

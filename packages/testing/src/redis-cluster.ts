@@ -28,7 +28,11 @@ export type TestRedisCluster = {
 
 const run = promisify(execFile);
 
-/** A port whose cluster bus port (+10000) is free too; ephemeral ports could push it past 65535. */
+/**
+ * A port whose cluster bus port (+10000) is free too: ports 20000-22767 and buses 30000-32767, both
+ * below the kernel's ephemeral range (32768 up), so no outgoing connection on the machine takes one
+ * between this check and redis-server's bind (sparePort keeps to 10000-19999 for the same reason).
+ */
 async function clusterPort(taken: Set<number>): Promise<number> {
   const free = (port: number) =>
     new Promise<boolean>((resolve) => {
@@ -37,7 +41,7 @@ async function clusterPort(taken: Set<number>): Promise<number> {
       s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
     });
   for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 25_000);
+    const port = 20_000 + Math.floor(Math.random() * 2_768);
     if (taken.has(port) || taken.has(port + 10_000)) continue;
     if ((await free(port)) && (await free(port + 10_000))) {
       taken.add(port);
