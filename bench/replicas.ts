@@ -14,15 +14,27 @@ import { performance } from "node:perf_hooks";
 import { type DnsServer, seedAddress, seedDomain, seedEndpoint, startDnsServer } from "@mailroom/testing";
 import { FLEET_SERVICES, type Fleet, type FleetService, startFleet } from "../e2e/fleet/fleet.ts";
 import { type CountingReceiver, startCountingReceiver, startLoad } from "../e2e/fleet/load.ts";
-import { describeReport, type FleetReport, fleetReport, waitSettled } from "../e2e/fleet/report.ts";
+import {
+  describeReport,
+  type FleetReport,
+  fleetReport,
+  latencyIn,
+  stalledJobs,
+  waitSettled,
+} from "../e2e/fleet/report.ts";
 import { rollUnderLoad } from "../e2e/fleet/roll.ts";
 import { type Outcome, sendMessage } from "../e2e/fleet/smtp.ts";
 import { type BenchEnv, benchEnv } from "./lib/env.ts";
 import { treeCpuMs } from "./lib/procs.ts";
 import { fmt, footer, header, table } from "./lib/report.ts";
 import { flags } from "./lib/stats.ts";
+import { cpuSplit, sampleCpu } from "./lib/system-cpu.ts";
 
 const BENCH = "bench:replicas";
+const PG_ROW = "postgres (bench database backends)";
+// Shared with whatever else runs on the machine: an upper bound.
+const REDIS_ROW = "redis-server (shared)";
+const CPU_COLUMNS = [...FLEET_SERVICES, "postgres", "redis"];
 const f = flags();
 const seconds = f.num("seconds", 30);
 const connections = f.num("connections", 16);
@@ -55,6 +67,7 @@ function fleetOf(env: BenchEnv, dns: DnsServer, n: number): Promise<Fleet> {
   return startFleet({
     env: { ...env.serviceEnv, DNS_SERVERS: dns.server, LOG_LEVEL: "warn", SHUTDOWN_TIMEOUT_MS: "30000" },
     replicas: { "smtp-ingest": n, "rule-engine": n, "webhook-dispatcher": n },
+    readyTimeoutMs: 900_000,
     serviceEnv: {
       "smtp-ingest": { SMTP_MAX_CONNECTIONS_PER_IP: "500" },
       "webhook-dispatcher": {
@@ -94,20 +107,26 @@ async function throughputTrial(env: BenchEnv, dns: DnsServer, receiver: Counting
   const to = await seedTrial(env, receiver, `n${n}`);
   const fleet = await fleetOf(env, dns, n);
   try {
+    const database = new URL(env.databaseUrl).pathname.slice(1);
+    const sys0 = sampleCpu(process.pid, [], database);
     const cpu0 = cpuByService(fleet);
     const t0 = performance.now();
     const outcomes = await closedLoop(fleet, to, `n${n}`);
     const sent = performance.now();
     await waitSettled(env.prisma, { url: env.redisUrl, prefix: env.redisPrefix }, outcomes, receiver, 600_000);
     const cpu1 = cpuByService(fleet);
+    const sys = cpuSplit(sys0, sampleCpu(process.pid, [], database));
     const report = await fleetReport(env.prisma, outcomes, receiver);
     const accepted = outcomes.filter((o) => o.code === 250);
     const lastArrival = Math.max(
       ...accepted.map((o) => Math.min(...(receiver.arrivals.get(o.tag) ?? []).map((a) => a.at))),
     );
-    const cpu = Object.fromEntries(
-      FLEET_SERVICES.map((s) => [s, ((cpu1[s] ?? 0) - (cpu0[s] ?? 0)) / Math.max(1, report.accepted)]),
-    );
+    const per = (ms: number) => ms / Math.max(1, report.accepted);
+    const cpu = {
+      ...Object.fromEntries(FLEET_SERVICES.map((s) => [s, per((cpu1[s] ?? 0) - (cpu0[s] ?? 0))])),
+      postgres: per(sys.get(PG_ROW) ?? 0),
+      redis: per(sys.get(REDIS_ROW) ?? 0),
+    };
     return {
       n,
       report,
@@ -138,7 +157,23 @@ async function rollTrial(env: BenchEnv, dns: DnsServer, receiver: CountingReceiv
       tag: "roll-upload",
     });
     await waitSettled(env.prisma, { url: env.redisUrl, prefix: env.redisPrefix }, rolled.outcomes, receiver, 600_000);
-    console.log(`exit codes: ${rolled.stopped.map((s) => `${s.name} ${s.code}`).join(", ")}`);
+    const stops = rolled.stopped.map(
+      (s) =>
+        `${s.name} exit ${s.code} after ${fmt((s.exitedAt - s.signalledAt) / 1000)} s, ${s.handedBack} handed back`,
+    );
+    console.log(`stopped: ${stops.join("; ")}`);
+    console.log(
+      `jobs found stalled (lock lapsed): ${await stalledJobs({ url: env.redisUrl, prefix: env.redisPrefix })}`,
+    );
+    const steady = latencyIn(rolled.outcomes, receiver, [0, rolled.window[0]]);
+    console.log(`before the roll: p50 ${fmt(steady.p50)} ms, p99 ${fmt(steady.p99)} ms (n ${steady.n})`);
+    for (const p of rolled.phases) {
+      const l = latencyIn(rolled.outcomes, receiver, p.window);
+      const s = (p.window[1] - p.window[0]) / 1000;
+      console.log(
+        `rolling ${p.service} (${fmt(s)} s): p50 ${fmt(l.p50)} ms, p99 ${fmt(l.p99)} ms, max ${fmt(l.max)} ms`,
+      );
+    }
     return fleetReport(env.prisma, rolled.outcomes, receiver, rolled.window);
   } finally {
     await fleet.close();
@@ -166,7 +201,7 @@ try {
       "lost",
       "twice",
       "max in flight",
-      ...FLEET_SERVICES.map((s) => `${s} CPU ms/msg`),
+      ...CPU_COLUMNS.map((s) => `${s} CPU ms/msg`),
     ],
     trials.map((t) => [
       t.n,
@@ -178,7 +213,7 @@ try {
       t.report.lost,
       t.report.storedTwice + t.report.twoDeliveryIds,
       Math.max(...Object.values(t.report.maxConcurrent)),
-      ...FLEET_SERVICES.map((s) => fmt(t.cpu[s] ?? Number.NaN, 2)),
+      ...CPU_COLUMNS.map((s) => fmt(t.cpu[s] ?? Number.NaN, 2)),
     ]),
   );
   if (!process.argv.includes("--no-roll")) {

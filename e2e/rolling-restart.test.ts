@@ -12,7 +12,7 @@ import {
 } from "@mailroom/testing";
 import { FLEET_SERVICES, type Fleet, startFleet } from "./fleet/fleet.ts";
 import { type CountingReceiver, startCountingReceiver, startLoad } from "./fleet/load.ts";
-import { describeReport, fleetReport, waitSettled } from "./fleet/report.ts";
+import { describeReport, fleetReport, latencyIn, stalledJobs, waitSettled } from "./fleet/report.ts";
 import { rollUnderLoad } from "./fleet/roll.ts";
 
 /**
@@ -90,7 +90,14 @@ describe("rolling restart of every replicated service under SMTP load", () => {
     const { stopped, uploads, outcomes } = rolled;
     await waitSettled(prisma, { url: env.redisUrl, prefix: env.redisPrefix }, outcomes, receiver);
     const report = await fleetReport(prisma, outcomes, receiver, rolled.window);
-    console.log(`rolling restart (${full ? "full" : "CI"} size): ${describeReport(report)}`);
+    const phases = rolled.phases.map((p) => {
+      const l = latencyIn(outcomes, receiver, p.window);
+      return `${p.service} ${((p.window[1] - p.window[0]) / 1000).toFixed(0)} s: p50 ${l.p50.toFixed(0)} p99 ${l.p99.toFixed(0)} max ${l.max.toFixed(0)} ms`;
+    });
+    const stops = stopped.map((s) => `${s.name} ${s.exitedAt - s.signalledAt} ms, ${s.handedBack} handed back`);
+    console.log(
+      `rolling restart (${full ? "full" : "CI"} size): ${describeReport(report)}; ${phases.join("; ")}; ${stops.join("; ")}`,
+    );
 
     expect(stopped.map((s) => [s.name, s.code])).toEqual(
       FLEET_SERVICES.flatMap((s) => [
@@ -104,5 +111,7 @@ describe("rolling restart of every replicated service under SMTP load", () => {
     expect(report).toMatchObject({ stored: report.accepted, lost: 0, storedTwice: 0 });
     expect(report).toMatchObject({ undelivered: 0, twoDeliveryIds: 0 });
     expect(report.maxConcurrent["/hook"]).toBeLessThanOrEqual(ENDPOINT_LIMIT);
+    // Nothing was left to lock expiry: every stopping worker finished or handed back its jobs.
+    expect(await stalledJobs({ url: env.redisUrl, prefix: env.redisPrefix })).toBe(0);
   }, 1_200_000);
 });

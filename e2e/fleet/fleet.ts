@@ -15,9 +15,19 @@ export type FleetOptions = {
   replicas: Record<FleetService, number>;
   /** Per service, on top of `env`. */
   serviceEnv?: Partial<Record<FleetService, Record<string, string>>>;
+  /** How long a replica may take to become ready (default 180 s; a busy machine boots slowly). */
+  readyTimeoutMs?: number;
 };
 
-export type Stopped = { name: string; pid: number; code: number | null; signalledAt: number; exitedAt: number };
+export type Stopped = {
+  name: string;
+  pid: number;
+  code: number | null;
+  signalledAt: number;
+  exitedAt: number;
+  /** Jobs its drain handed back to the queue (its log line), 0 when all finished in time. */
+  handedBack: number;
+};
 
 export type Fleet = {
   replicas: Replica[];
@@ -46,7 +56,12 @@ async function terminate(r: Replica): Promise<Stopped> {
   const signalledAt = Date.now();
   r.proc.child.kill("SIGTERM");
   const code = await exited;
-  return { name: r.service, pid: r.proc.child.pid ?? 0, code, signalledAt, exitedAt: Date.now() };
+  const handedBack = r.proc
+    .stdout()
+    .split("\n")
+    .filter((l) => l.includes("handed back to the queue"))
+    .reduce((sum, l) => sum + Number(/"handedBack":(\d+)/.exec(l)?.[1] ?? 0), 0);
+  return { name: r.service, pid: r.proc.child.pid ?? 0, code, signalledAt, exitedAt: Date.now(), handedBack };
 }
 
 export async function startFleet(o: FleetOptions): Promise<Fleet> {
@@ -55,7 +70,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
   const add = async (service: FleetService) => {
     const r = await startReplica(o, service);
     replicas.push(r);
-    await waitReady(r.proc, 180_000);
+    await waitReady(r.proc, o.readyTimeoutMs ?? 180_000);
     r.inRotation = true;
     return r;
   };

@@ -3,6 +3,7 @@
 import type { PrismaClient } from "@mailroom/db";
 import { createQueue, createRedis } from "@mailroom/queues";
 import { waitFor } from "@mailroom/testing";
+import { Redis } from "ioredis";
 import type { CountingReceiver } from "./load.ts";
 import type { Outcome } from "./smtp.ts";
 
@@ -83,7 +84,6 @@ export async function fleetReport(
   });
   const stored = new Map(rows.map((r) => [r.spoolId ?? "", r._count._all]));
   const arrivals = accepted.map((o) => receiver.arrivals.get(o.tag) ?? []);
-  const inWindow = accepted.filter((o) => (o.acceptedAt ?? 0) >= window[0] && (o.acceptedAt ?? 0) <= window[1]);
   return {
     sessions: outcomes.length,
     dataStarted: outcomes.filter((o) => o.dataStarted).length,
@@ -96,10 +96,35 @@ export async function fleetReport(
     twoDeliveryIds: arrivals.filter((a) => new Set(a.map((x) => x.deliveryId)).size > 1).length,
     repeats: arrivals.reduce((sum, a) => sum + Math.max(0, a.length - 1), 0),
     maxConcurrent: Object.fromEntries(receiver.maxConcurrent),
-    latency: percentiles(
-      inWindow.map((o) => Math.min(...(receiver.arrivals.get(o.tag) ?? []).map((a) => a.at)) - (o.acceptedAt ?? 0)),
-    ),
+    latency: latencyIn(outcomes, receiver, window),
   };
+}
+
+/** 250 → first arrival (ms) of the accepted messages whose 250 came within `window`. */
+export function latencyIn(outcomes: Outcome[], receiver: CountingReceiver, window: [number, number]): Latency {
+  return percentiles(
+    outcomes
+      .filter((o) => o.code === 250 && (o.acceptedAt ?? 0) >= window[0] && (o.acceptedAt ?? 0) <= window[1])
+      .map((o) => Math.min(...(receiver.arrivals.get(o.tag) ?? []).map((a) => a.at)) - (o.acceptedAt ?? 0)),
+  );
+}
+
+/**
+ * Jobs BullMQ found stalled (their lock lapsed: a worker went away holding them) in the `inbound`
+ * and `delivery` queues' event streams: a drain that hands jobs back leaves none.
+ */
+export async function stalledJobs(redis: { url: string; prefix: string }): Promise<number> {
+  const connection = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  try {
+    let n = 0;
+    for (const queue of ["inbound", "delivery"]) {
+      const entries = await connection.xrange(`${redis.prefix}:${queue}:events`, "-", "+");
+      n += entries.filter(([, fields]) => fields[0] === "event" && fields[1] === "stalled").length;
+    }
+    return n;
+  } finally {
+    connection.disconnect();
+  }
 }
 
 /** One line per figure, for a test's log and the bench's table. */

@@ -1,6 +1,6 @@
 // A rolling restart of every fleet service under load, as the test and bench/replicas.ts run it.
 import { performance } from "node:perf_hooks";
-import { FLEET_SERVICES, type Fleet, type Replica, type Stopped } from "./fleet.ts";
+import { FLEET_SERVICES, type Fleet, type FleetService, type Replica, type Stopped } from "./fleet.ts";
 import type { Load } from "./load.ts";
 import { type Outcome, sendMessage } from "./smtp.ts";
 
@@ -12,6 +12,8 @@ export type Rolled = {
   outcomes: Outcome[];
   /** performance.now() at the first replica started and the last one stopped. */
   window: [number, number];
+  /** The same per service, in the order they were rolled. */
+  phases: { service: FleetService; window: [number, number] }[];
 };
 
 /**
@@ -38,10 +40,13 @@ export async function rollUnderLoad(
     });
   const start = performance.now();
   const stopped: Stopped[] = [];
+  const phases: Rolled["phases"] = [];
   for (const service of FLEET_SERVICES) {
+    const from = performance.now();
     stopped.push(...(await fleet.roll(service, service === "smtp-ingest" ? uploadOn : undefined)));
+    phases.push({ service, window: [from, performance.now()] });
   }
   const end = performance.now();
   const done = await Promise.all(uploads);
-  return { stopped, uploads: done, outcomes: [...(await load.stop()), ...done], window: [start, end] };
+  return { stopped, uploads: done, outcomes: [...(await load.stop()), ...done], window: [start, end], phases };
 }
