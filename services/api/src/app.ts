@@ -163,9 +163,9 @@ function openApiDocument(routes: () => RegisteredRoute[]): Route {
         },
       },
     },
-    handle: (_ctx, { res }) => {
+    handle: () => {
       openapi ??= buildOpenApi(routes(), { version: API_VERSION });
-      res.json(openapi);
+      return openapi;
     },
   });
 }

@@ -2,15 +2,15 @@ import { AppError } from "@mailroom/core";
 import type { Redis } from "@mailroom/queues";
 import { type Request, type RequestHandler, type Response, Router } from "express";
 import { addressGroup, type ProxyTrust } from "../lib/client-address.ts";
-import { accountOf } from "../lib/http.ts";
+import { accountOf, parse } from "../lib/http.ts";
 import { jsonBody } from "../lib/json-body.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "../lib/rate-limit.ts";
 import type { Method } from "../lib/route.ts";
 import { refuseUnstorableText } from "../lib/storable-text.ts";
-import { createKey, listKeys, revokeKey } from "../ops/api-keys.ts";
+import { createKey, createKeyBody, listKeys, revokeKey } from "../ops/api-keys.ts";
 import type { OpsContext } from "../ops/context.ts";
 import { getEmail } from "../ops/emails.ts";
-import { inviteMember, listMembersOf, removeMemberOf } from "../ops/members.ts";
+import { inviteBody, inviteMember, listMembersOf, removeMemberOf } from "../ops/members.ts";
 import { getOverview } from "../ops/overview.ts";
 import { v1Router } from "../routes/v1.ts";
 import { clearSessionCookie, setSessionCookie } from "./cookies.ts";
@@ -124,7 +124,7 @@ const memberRoutes: ConsoleRoute[] = [
     method: "POST",
     path: "/api-keys",
     handle: async ({ ctx }, req, res) => {
-      res.status(201).json(await createKey(ctx, accountOf(req), req.body));
+      res.status(201).json(await createKey(ctx, accountOf(req), parse(createKeyBody, req.body)));
     },
   },
   {
@@ -145,7 +145,7 @@ const memberRoutes: ConsoleRoute[] = [
     method: "POST",
     path: "/members",
     handle: async ({ ctx }, req, res) => {
-      res.status(201).json(await inviteMember(ctx, accountOf(req), req.body));
+      res.status(201).json(await inviteMember(ctx, accountOf(req), parse(inviteBody, req.body)));
     },
   },
   {

@@ -23,11 +23,11 @@ const routes: Route[] = [
       params: z.object({ id: z.string().regex(/^t_/, "must start with t_") }),
       query: z.object({ limit: z.coerce.number().int().max(10, "must be at most 10").default(5) }).strict(),
       body: z.object({ items: z.array(z.object({ n: z.number({ error: "must be a number" }) })) }).strict(),
-      responses: { 200: { description: "ok" } },
+      responses: { 201: { description: "created" } },
     },
-    handle: (_ctx, { req, res, params, query }) => {
-      calls.push({ id: params.id, limit: query.limit, body: req.body });
-      res.json({ ok: true });
+    handle: (_ctx, { account, params, query, body }) => {
+      calls.push({ account, id: params.id, limit: query.limit, body });
+      return { ok: true };
     },
   }),
   route({
@@ -40,9 +40,9 @@ const routes: Route[] = [
       body: z.object({ ids: z.array(z.string({ error: "must be a string" })) }).strict(),
       responses: { 200: { description: "ok" } },
     },
-    handle: (_ctx, { res }) => {
+    handle: () => {
       calls.push("rules");
-      res.json({ ok: true });
+      return { ok: true };
     },
   }),
   route({
@@ -50,9 +50,28 @@ const routes: Route[] = [
     path: "/things/:id",
     bodyCheckedBy: "operation",
     doc: { tag: "T", summary: "s", body: z.object({ never: z.string() }), responses: { 200: { description: "ok" } } },
-    handle: (_ctx, { res }) => {
+    handle: () => {
       calls.push("operation");
-      res.json({ ok: true });
+      return { ok: true };
+    },
+  }),
+  route({
+    method: "DELETE",
+    path: "/things/:id",
+    doc: { tag: "T", summary: "s", responses: { 204: { description: "deleted" } } },
+    handle: (_ctx, { account }) => {
+      calls.push(`deleted by ${account}`);
+      return { ignored: true };
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/things/:id",
+    sends: "itself",
+    doc: { tag: "T", summary: "s", responses: { 200: { description: "bytes", contentType: "text/plain" } } },
+    handle: (_ctx, { res }) => {
+      calls.push("itself");
+      res.type("text/plain").send("raw");
     },
   }),
 ];
@@ -61,7 +80,11 @@ let server: Server;
 let base: string;
 beforeAll(async () => {
   const app = express();
-  app.use(express.json(), mountRoutes(Router(), {} as OpsContext, routes), errorHandler(createLogger("t", "silent")));
+  app.use(express.json(), (req, _res, next) => {
+    req.auth = { accountId: "acc_1" } as typeof req.auth;
+    next();
+  });
+  app.use(mountRoutes(Router(), {} as OpsContext, routes), errorHandler(createLogger("t", "silent")));
   server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));
   });
@@ -78,19 +101,33 @@ async function send(method: string, path: string, body: unknown) {
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
-  return { status: res.status, body: await res.json(), calls: [...calls] };
+  const text = await res.text();
+  return {
+    status: res.status,
+    body: text && res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text,
+    calls: [...calls],
+  };
 }
 
 describe("routes declared as data", () => {
-  it("hand the handler the validated params and query (defaults and coercion applied)", async () => {
+  it("hand the handler the account and the validated params, query and body; answer with the declared status", async () => {
     expect(await send("POST", "/things/t_1?limit=3", { items: [{ n: 1 }] })).toEqual({
-      status: 200,
+      status: 201,
       body: { ok: true },
-      calls: [{ id: "t_1", limit: 3, body: { items: [{ n: 1 }] } }],
+      calls: [{ account: "acc_1", id: "t_1", limit: 3, body: { items: [{ n: 1 }] } }],
     });
     expect((await send("POST", "/things/t_1", { items: [] })).calls).toEqual([
-      { id: "t_1", limit: 5, body: { items: [] } },
+      { account: "acc_1", id: "t_1", limit: 5, body: { items: [] } },
     ]);
+  });
+
+  it("send a 204 without a body, and leave the response to a handler that sends it itself", async () => {
+    expect(await send("DELETE", "/things/t_1", undefined)).toEqual({
+      status: 204,
+      body: "",
+      calls: ["deleted by acc_1"],
+    });
+    expect(await send("GET", "/things/t_1", undefined)).toEqual({ status: 200, body: "raw", calls: ["itself"] });
   });
 
   it.each([
@@ -122,9 +159,11 @@ describe("routes declared as data", () => {
       "POST /api/v1/things/:id doc",
       "PATCH /api/v1/rules/:id doc",
       "PATCH /api/v1/things/:id doc",
+      "DELETE /api/v1/things/:id doc",
+      "GET /api/v1/things/:id doc",
     ]);
-    expect(allowedMethods(served, "/api/v1/things/t_9")).toEqual(["GET", "HEAD", "PATCH", "POST"]);
-    expect(allowedMethods(served, "/api/v1/things/t_9/")).toEqual(["GET", "HEAD", "PATCH", "POST"]);
+    expect(allowedMethods(served, "/api/v1/things/t_9")).toEqual(["DELETE", "GET", "HEAD", "PATCH", "POST"]);
+    expect(allowedMethods(served, "/api/v1/things/t_9/")).toEqual(["DELETE", "GET", "HEAD", "PATCH", "POST"]);
     expect(allowedMethods(served, "/api/v1/things")).toEqual([]);
   });
 });

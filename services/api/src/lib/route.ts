@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response, Router } from "express";
 import type { z } from "zod";
 import type { OpsContext } from "../ops/context.ts";
-import { parse, parseRuleInput } from "./http.ts";
+import { accountOf, parse, parseRuleInput } from "./http.ts";
 
 /**
  * What the OpenAPI document says about one route, and what the route checks before its handler
@@ -25,10 +25,15 @@ export type RouteDoc = {
 
 export type Method = "GET" | "POST" | "PATCH" | "DELETE";
 
-/** One request as a handler sees it: params and query already validated by the route's schemas. */
-export type Call<P, Q> = { req: Request; res: Response; params: P; query: Q };
+/**
+ * One request as a handler sees it: the caller's account, and params, query and body already
+ * validated by the route's schemas (a body the operation checks itself stays `unknown`).
+ */
+export type Call<P, Q, B = unknown> = { req: Request; res: Response; account: string; params: P; query: Q; body: B };
 
 type Out<S> = S extends z.ZodType ? z.output<S> : Record<string, string>;
+type BodyOut<S> = S extends z.ZodType ? z.output<S> : undefined;
+type AnyCall = Call<Record<string, unknown>, Record<string, unknown>, unknown>;
 
 /**
  * One REST route, declared once: method, path (express syntax, relative to where the table is
@@ -45,44 +50,85 @@ export type Route = {
    */
   messages?: "rest" | "rules";
   /**
-   * `operation`: the body schema depends on a stored row or on the body's own `type`, so the
-   * operation picks it (endpoints); `doc.body` then only documents the common shape.
+   * `operation`: the body schema depends on a stored row, so the operation picks it (`PATCH
+   * /endpoints/{id}`); `doc.body` then only documents, and the handler gets the body unchecked.
    */
   bodyCheckedBy?: "operation";
-  handle(ctx: OpsContext, call: Call<Record<string, unknown>, Record<string, unknown>>): Promise<void> | void;
+  /**
+   * `itself`: the handler writes the response (raw bytes, a stream, replayed idempotent answers).
+   * Otherwise what it returns is sent as JSON with the route's one documented success status
+   * (`doc.responses`), and a 204 with no body.
+   */
+  sends?: "itself";
+  handle(ctx: OpsContext, call: AnyCall): unknown;
 };
 
-/** Declares a route; `params` and `query` reach the handler typed by the doc's schemas. */
-export function route<P extends z.ZodObject | undefined = undefined, Q extends z.ZodObject | undefined = undefined>(
-  def: Omit<Route, "doc" | "handle"> & {
-    doc: RouteDoc & { params?: P; query?: Q };
-    handle(ctx: OpsContext, call: Call<Out<P>, Out<Q>>): Promise<void> | void;
-  },
+type Def<P, Q, B> = Omit<Route, "doc" | "handle" | "sends" | "bodyCheckedBy"> & {
+  doc: RouteDoc & { params?: P; query?: Q; body?: B };
+};
+
+/**
+ * Declares a route: the handler gets the account and the validated params, query and body, typed
+ * by the doc's schemas, and returns what the route answers with its declared status; or, with
+ * `sends: "itself"`, writes the response itself.
+ */
+export function route<
+  P extends z.ZodObject | undefined = undefined,
+  Q extends z.ZodObject | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+>(
+  def: Def<P, Q, B> &
+    (
+      | {
+          sends?: undefined;
+          bodyCheckedBy?: undefined;
+          handle(ctx: OpsContext, call: Call<Out<P>, Out<Q>, BodyOut<B>>): unknown;
+        }
+      | {
+          sends: "itself";
+          bodyCheckedBy?: undefined;
+          handle(ctx: OpsContext, call: Call<Out<P>, Out<Q>, BodyOut<B>>): unknown;
+        }
+      | {
+          sends?: "itself";
+          bodyCheckedBy: "operation";
+          handle(ctx: OpsContext, call: Call<Out<P>, Out<Q>, unknown>): unknown;
+        }
+    ),
 ): Route {
   return def as unknown as Route;
 }
 
+/** The one success status a route declares in its doc (the status its handler's result is sent with). */
+export function successStatus(doc: RouteDoc): number {
+  const ok = Object.keys(doc.responses)
+    .map(Number)
+    .filter((s) => s >= 200 && s < 300);
+  if (ok.length !== 1) throw new Error(`${doc.summary}: declare exactly one success status (got ${ok.join(", ")})`);
+  return ok[0] as number;
+}
+
 /** The route's schemas checked in order (path, query, body); the first problem is a 400 naming the field. */
-function validated(
-  r: Route,
-  req: Request,
-): Pick<Call<Record<string, unknown>, Record<string, unknown>>, "params" | "query"> {
+function validated(r: Route, req: Request): Pick<AnyCall, "params" | "query" | "body"> {
   const { params, query, body } = r.doc;
   const checked = {
     params: params ? parse(params, req.params, "path") : req.params,
     query: query ? parse(query, req.query, "query") : req.query,
   };
-  if (body && r.bodyCheckedBy !== "operation") {
-    if (r.messages === "rules") parseRuleInput(body, req.body);
-    else parse(body, req.body);
-  }
-  return checked;
+  if (!body || r.bodyCheckedBy === "operation") return { ...checked, body: req.body };
+  return { ...checked, body: r.messages === "rules" ? parseRuleInput(body, req.body) : parse(body, req.body) };
 }
 
-/** The express handler of one route: validate, then run it (a rejection reaches the error handler). */
+/** The express handler of one route: validate, run it, answer (a rejection reaches the error handler). */
 export function handlerOf(ctx: OpsContext, r: Route): RequestHandler {
+  const status = r.sends === "itself" ? 0 : successStatus(r.doc);
   return async (req, res) => {
-    await r.handle(ctx, { req, res, ...validated(r, req) });
+    const input = validated(r, req);
+    const account = r.doc.public ? "" : accountOf(req);
+    const result = await r.handle(ctx, { req, res, account, ...input });
+    if (r.sends === "itself") return;
+    if (status === 204) res.status(204).end();
+    else res.status(status).json(result);
   };
 }
 

@@ -1,5 +1,6 @@
 import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { parseQuery } from "../lib/http.ts";
 import type { OpsContext } from "../ops/context.ts";
 
 /**
@@ -72,10 +73,10 @@ export const idInput = (what: string, prefix: string) =>
  * Tool arguments as the REST query string would carry them: every value a string, absent ones
  * left out. The list operations then parse exactly what `GET /…?limit=…` would give them.
  */
-export function asQuery(args: Record<string, unknown>): Record<string, string> {
+export function asQuery<S extends z.ZodType>(schema: S, args: Record<string, unknown>): z.output<S> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(args)) {
     if (v !== undefined && v !== null) out[k] = String(v);
   }
-  return out;
+  return parseQuery(schema, out);
 }

@@ -13,7 +13,7 @@ export const deliveryTools: ToolDef[] = [
       "Filter by emailId, endpointId or status (e.g. status dead to find failed deliveries). Returns " +
       "`{ data, nextCursor }`; pass `nextCursor` back as `cursor` for the next page.",
     input: listDeliveriesQuery,
-    run: (ctx, accountId, args) => listDeliveries(ctx, accountId, asQuery(args)),
+    run: (ctx, accountId, args) => listDeliveries(ctx, accountId, asQuery(listDeliveriesQuery, args)),
   }),
   readTool({
     name: "get_delivery",

@@ -25,7 +25,7 @@ export const readTools: ToolDef[] = [
       "List the account's receiving domains with their verification status (pending, verified, failed) " +
       `and the DNS records to publish. Use a domain's id as \`domainId\` in create_inbox. ${PAGED}`,
     input: listDomainsQuery,
-    run: (ctx, accountId, args) => listDomains(ctx, accountId, asQuery(args)),
+    run: (ctx, accountId, args) => listDomains(ctx, accountId, asQuery(listDomainsQuery, args)),
   }),
   readTool({
     name: "get_domain",
@@ -41,7 +41,7 @@ export const readTools: ToolDef[] = [
       "List the account's inboxes: addresses `<localPart>@<domain>` that accept mail, each routed to an " +
       `endpoint (endpointId) or store-only (endpointId null). Filter by \`domainId\`. ${PAGED}`,
     input: listAddressesQuery,
-    run: (ctx, accountId, args) => listAddresses(ctx, accountId, asQuery(args)),
+    run: (ctx, accountId, args) => listAddresses(ctx, accountId, asQuery(listAddressesQuery, args)),
   }),
   readTool({
     name: "get_inbox",
@@ -58,7 +58,7 @@ export const readTools: ToolDef[] = [
       "budget; failingSince is set while an endpoint keeps failing and its deliveries wait for probe attempts). " +
       `Signing secrets are never shown. ${PAGED}`,
     input: listEndpointsQuery,
-    run: (ctx, accountId, args) => listEndpoints(ctx, accountId, asQuery(args)),
+    run: (ctx, accountId, args) => listEndpoints(ctx, accountId, asQuery(listEndpointsQuery, args)),
   }),
   readTool({
     name: "get_endpoint",
@@ -78,7 +78,7 @@ export const readTools: ToolDef[] = [
       "(ISO 8601), q (full-text search over subject, sender and body). Use get_email for the bodies. " +
       PAGED,
     input: listEmailsQuery,
-    run: (ctx, accountId, args) => listEmails(ctx, accountId, asQuery(args)),
+    run: (ctx, accountId, args) => listEmails(ctx, accountId, asQuery(listEmailsQuery, args)),
   }),
   readTool({
     name: "get_email",
@@ -110,7 +110,7 @@ export const readTools: ToolDef[] = [
       "List conversation threads, the one with the newest message first, with subject and message count. " +
       "Returns `{ data, nextCursor }`; pass `nextCursor` back as `cursor` for the next page.",
     input: listThreadsQuery,
-    run: (ctx, accountId, args) => listThreads(ctx, accountId, asQuery(args)),
+    run: (ctx, accountId, args) => listThreads(ctx, accountId, asQuery(listThreadsQuery, args)),
   }),
   readTool({
     name: "get_thread",
@@ -144,7 +144,7 @@ export const readTools: ToolDef[] = [
       "List block records: the envelope (sender, recipient, subject) of each message a shield rule blocked, " +
       `and the rule that blocked it; bodies are never kept. Filter by \`ruleId\`. ${PAGED}`,
     input: listBlocksQuery,
-    run: (ctx, accountId, args) => listBlocks(ctx, accountId, asQuery(args)),
+    run: (ctx, accountId, args) => listBlocks(ctx, accountId, asQuery(listBlocksQuery, args)),
   }),
   readTool({
     name: "get_block",

@@ -2,8 +2,9 @@
  * The three tools that change data (spec §5.6): create_inbox, create_shield_rule,
  * delete_shield_rule. Each needs a full-access key; the gate lives in server.ts, before `run`.
  */
-import { CONDITION_FIELDS, CONDITION_OPERATORS, invalid, RULE_ACTIONS } from "@mailroom/core";
+import { CONDITION_FIELDS, CONDITION_OPERATORS, createRuleSchema, invalid, RULE_ACTIONS } from "@mailroom/core";
 import { z } from "zod";
+import { parseRuleInput } from "../lib/http.ts";
 import { createAddress, createAddressSchema, deleteAddress, getAddress, updateAddress } from "../ops/addresses.ts";
 import { assertPublicDestination, createEndpoint, createEndpointSchema } from "../ops/endpoints.ts";
 import { createShieldRule, deleteShieldRule } from "../ops/shield-rules.ts";
@@ -98,7 +99,8 @@ export const writeTools: ToolDef[] = [
     input: createShieldRuleInput,
     destructive: false,
     idempotent: false,
-    run: (ctx, accountId, args) => createShieldRule(ctx, accountId, args),
+    // The tool's input is looser (types and values only); the rules' own checks word the problems.
+    run: (ctx, accountId, args) => createShieldRule(ctx, accountId, parseRuleInput(createRuleSchema, args)),
   }),
   writeTool({
     name: "delete_shield_rule",

@@ -1,7 +1,6 @@
 import { AppError, BUILTIN_RETENTION_DAYS, limitValue, MAX_RETENTION_DAYS, monthKey, planLimits } from "@mailroom/core";
 import { monthlyReceived } from "@mailroom/db";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 
 /** What new accounts on this installation keep (DEFAULT_RETENTION_DAYS); absent: the built-in 30. */
@@ -28,8 +27,7 @@ export const updateAccountBody = z
   .refine((b) => b.name !== undefined || b.retentionDays !== undefined, "give name, retentionDays or both");
 
 /** Renames the caller's account or changes how long its mail is kept; answers the account. */
-export async function updateAccount(ctx: OpsContext, accountId: string, body: unknown) {
-  const input = parse(updateAccountBody, body);
+export async function updateAccount(ctx: OpsContext, accountId: string, input: z.output<typeof updateAccountBody>) {
   const r = await ctx.prisma.account.updateMany({
     where: { id: accountId },
     data: {

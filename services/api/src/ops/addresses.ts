@@ -1,7 +1,6 @@
 import { AppError, addressView, addressWithDomainView, invalid, normalizeLocalPart } from "@mailroom/core";
 import { newId, Prisma } from "@mailroom/db";
 import { z } from "zod";
-import { parse, parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
@@ -39,8 +38,7 @@ export const updateAddressSchema = z
     message: "provide at least one of endpointId, active",
   });
 
-export async function createAddress(ctx: OpsContext, accountId: string, body: unknown) {
-  const input = parse(createAddressSchema, body);
+export async function createAddress(ctx: OpsContext, accountId: string, input: z.output<typeof createAddressSchema>) {
   const local = normalizeLocalPart(input.localPart);
   if (!local.ok) throw invalid(local.error);
   const domain = await ctx.prisma.domain.findFirst({ where: { id: input.domainId, accountId } });
@@ -65,10 +63,14 @@ export async function createAddress(ctx: OpsContext, accountId: string, body: un
   }
 }
 
-export async function updateAddress(ctx: OpsContext, accountId: string, id: string, body: unknown) {
+export async function updateAddress(
+  ctx: OpsContext,
+  accountId: string,
+  id: string,
+  input: z.output<typeof updateAddressSchema>,
+) {
   const existing = await ctx.prisma.address.findFirst({ where: { id, accountId }, include: { domain: true } });
   if (!existing) throw new AppError("not_found", "Address not found");
-  const input = parse(updateAddressSchema, body);
   if (input.endpointId) await assertEndpointReference(ctx, accountId, input.endpointId);
   const row = await ctx.prisma.address.update({
     where: { id: existing.id },
@@ -91,8 +93,7 @@ export const listAddressesQuery = z
   })
   .strict();
 
-export async function listAddresses(ctx: OpsContext, accountId: string, query: unknown) {
-  const q = parseQuery(listAddressesQuery, query);
+export async function listAddresses(ctx: OpsContext, accountId: string, q: z.output<typeof listAddressesQuery>) {
   const pos = decodeCursor(ctx.cursors, q.cursor);
   const rows = await ctx.prisma.address.findMany({
     where: { accountId, ...(q.domainId ? { domainId: q.domainId } : {}), ...after("createdAt", pos) },

@@ -1,7 +1,6 @@
 import { AppError } from "@mailroom/core";
 import { apiKeyView, newApiKey, newId } from "@mailroom/db";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 
 /**
@@ -23,8 +22,7 @@ export async function listKeys(ctx: OpsContext, accountId: string) {
   return { data: rows.map(apiKeyView) };
 }
 
-export async function createKey(ctx: OpsContext, accountId: string, body: unknown) {
-  const input = parse(createKeyBody, body);
+export async function createKey(ctx: OpsContext, accountId: string, input: z.output<typeof createKeyBody>) {
   const { key, prefix, hash } = newApiKey();
   const row = await ctx.prisma.apiKey.create({
     data: { id: newId("apiKey"), accountId, name: input.name ?? null, prefix, hash, scope: input.scope },

@@ -4,7 +4,6 @@
  */
 import { AppError } from "@mailroom/core";
 import { z } from "zod";
-import { parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
@@ -44,8 +43,7 @@ export const listBlocksQuery = z
   .strict();
 
 /** GET /blocks?limit&cursor&ruleId — newest first by received time, then id. */
-export async function listBlocks(ctx: OpsContext, accountId: string, query: unknown) {
-  const q = parseQuery(listBlocksQuery, query);
+export async function listBlocks(ctx: OpsContext, accountId: string, q: z.output<typeof listBlocksQuery>) {
   const pos = decodeCursor(ctx.cursors, q.cursor);
   const rows = await ctx.prisma.blockRecord.findMany({
     where: { accountId, ...(q.ruleId !== undefined ? { ruleId: q.ruleId } : {}), ...after("receivedAt", pos) },

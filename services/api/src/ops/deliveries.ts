@@ -1,7 +1,6 @@
 import { AppError } from "@mailroom/core";
 import { type DeliveryQueues, enqueueDeliveryAttempt } from "@mailroom/deliveries";
 import { z } from "zod";
-import { parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape, timestamp } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
@@ -126,8 +125,7 @@ export function attemptView(a: AttemptRow) {
 }
 
 /** Newest first; filters combine (AND). */
-export async function listDeliveries(ctx: OpsContext, accountId: string, query: unknown) {
-  const q = parseQuery(listDeliveriesQuery, query);
+export async function listDeliveries(ctx: OpsContext, accountId: string, q: z.output<typeof listDeliveriesQuery>) {
   const pos = decodeCursor(ctx.cursors, q.cursor);
   const rows = await ctx.prisma.delivery.findMany({
     where: {

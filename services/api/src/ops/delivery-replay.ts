@@ -1,6 +1,5 @@
 import { invalid } from "@mailroom/core";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 
 /**
@@ -46,8 +45,7 @@ type Reopened = { id: string; attemptCount: number; type: string };
  * Safe to call twice: only `dead` rows match, and re-opening makes them `pending`, so a second call
  * (or a concurrent one: rows are claimed with SKIP LOCKED) re-opens none of them again.
  */
-export async function retryDeliveries(ctx: OpsContext, accountId: string, body: unknown) {
-  const f = parse(bulkRetryBody, body);
+export async function retryDeliveries(ctx: OpsContext, accountId: string, f: z.output<typeof bulkRetryBody>) {
   const since = f.since ? new Date(f.since) : null;
   const until = f.until ? new Date(f.until) : null;
   if (since && until && since > until) throw invalid("since: must not be after until");

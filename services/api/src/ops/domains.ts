@@ -9,7 +9,6 @@ import {
 } from "@mailroom/core";
 import { newId, Prisma, randomBase62 } from "@mailroom/db";
 import { z } from "zod";
-import { parse, parseQuery } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
@@ -51,8 +50,7 @@ export const listDomainsQuery = z
   })
   .strict();
 
-export async function createDomain(ctx: OpsContext, accountId: string, body: unknown) {
-  const input = parse(createDomainSchema, body);
+export async function createDomain(ctx: OpsContext, accountId: string, input: z.output<typeof createDomainSchema>) {
   const checked = normalizePublicDomain(input.domain);
   if (!checked.ok) throw invalid(checked.error);
   // Tokens are random per registration and never reused, so an old CNAME cannot verify a new owner.
@@ -92,8 +90,7 @@ export async function getDomain(ctx: OpsContext, accountId: string, id: string) 
   return domainView(await findOwnedDomain(ctx, accountId, id));
 }
 
-export async function listDomains(ctx: OpsContext, accountId: string, query: unknown) {
-  const q = parseQuery(listDomainsQuery, query);
+export async function listDomains(ctx: OpsContext, accountId: string, q: z.output<typeof listDomainsQuery>) {
   const pos = decodeCursor(ctx.cursors, q.cursor);
   const rows = await ctx.prisma.domain.findMany({
     where: { accountId, ...(q.status ? { status: q.status } : {}), ...after("createdAt", pos) },
@@ -104,9 +101,13 @@ export async function listDomains(ctx: OpsContext, accountId: string, query: unk
 }
 
 /** Catch-all settings: `{ catchAll: { enabled?, endpointId? } }`; endpointId null = store-only. */
-export async function updateDomain(ctx: OpsContext, accountId: string, id: string, body: unknown) {
+export async function updateDomain(
+  ctx: OpsContext,
+  accountId: string,
+  id: string,
+  input: z.output<typeof updateDomainSchema>,
+) {
   const existing = await findOwnedDomain(ctx, accountId, id);
-  const input = parse(updateDomainSchema, body);
   const { enabled, endpointId } = input.catchAll;
   if (endpointId) await assertEndpointReference(ctx, accountId, endpointId, "catchAll.endpointId");
   const row = await ctx.prisma.domain.update({

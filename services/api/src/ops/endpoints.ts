@@ -1,7 +1,7 @@
 import { AppError, endpointView, invalid } from "@mailroom/core";
 import { newId } from "@mailroom/db";
 import { z } from "zod";
-import { parse, parseQuery } from "../lib/http.ts";
+import { parse } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
@@ -161,8 +161,7 @@ export async function getEndpoint(ctx: OpsContext, accountId: string, id: string
   return endpointView(await findOwnedEndpoint(ctx, accountId, id));
 }
 
-export async function listEndpoints(ctx: OpsContext, accountId: string, query: unknown) {
-  const q = parseQuery(listEndpointsQuery, query);
+export async function listEndpoints(ctx: OpsContext, accountId: string, q: z.output<typeof listEndpointsQuery>) {
   const pos = decodeCursor(ctx.cursors, q.cursor);
   const rows = await ctx.prisma.endpoint.findMany({
     where: { accountId, ...after("createdAt", pos) },

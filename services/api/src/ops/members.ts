@@ -1,7 +1,6 @@
 import { AppError, invalid } from "@mailroom/core";
 import { addMember, listAccountMembers, normalizeMemberEmail, removeAccountMember } from "@mailroom/db";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 
 /**
@@ -22,8 +21,7 @@ export async function listMembersOf(ctx: OpsContext, accountId: string, selfId: 
   return { data: rows.map((m) => ({ ...m, you: m.id === selfId })) };
 }
 
-export async function inviteMember(ctx: OpsContext, accountId: string, body: unknown) {
-  const input = parse(inviteBody, body);
+export async function inviteMember(ctx: OpsContext, accountId: string, input: z.output<typeof inviteBody>) {
   const email = normalizeMemberEmail(input.email);
   if (!email) throw invalid("email: must be an email address");
   const m = await addMember(ctx.prisma, accountId, email, ctx.config.publicApiUrl);

@@ -12,7 +12,6 @@ import {
 } from "@mailroom/core";
 import { newId, type Prisma } from "@mailroom/db";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
 import { type Outcome, requestFingerprint, runIdempotent } from "../lib/idempotency.ts";
 import type { OpsContext } from "./context.ts";
 import { getAttachment } from "./emails.ts";
@@ -303,10 +302,9 @@ export async function replyToEmail(
   ctx: OpsContext,
   accountId: string,
   id: string,
-  body: unknown,
+  input: z.output<typeof replySchema>,
   key: string | null,
 ): Promise<Outcome> {
-  const input = parse(replySchema, body);
   const parent = await ctx.prisma.email.findFirst({ where: { id, accountId } });
   if (!parent) throw new AppError("not_found", "Email not found");
   const self = parent.direction === "outbound" ? parent.fromAddress : (parent.recipient ?? parent.toAddresses[0]);
@@ -334,8 +332,12 @@ export async function replyToEmail(
 }
 
 /** POST /emails: a new message from one of the account's addresses on a verified domain; starts a thread. */
-export async function sendEmail(ctx: OpsContext, accountId: string, body: unknown, key: string | null) {
-  const input = parse(sendSchema, body);
+export async function sendEmail(
+  ctx: OpsContext,
+  accountId: string,
+  input: z.output<typeof sendSchema>,
+  key: string | null,
+) {
   const at = input.from.lastIndexOf("@");
   const localPart = input.from.slice(0, at);
   const d = await ctx.prisma.domain.findFirst({ where: { accountId, domain: input.from.slice(at + 1) } });

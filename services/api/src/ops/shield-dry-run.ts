@@ -16,7 +16,6 @@ import {
 } from "@mailroom/core";
 import { simpleParser } from "mailparser";
 import { z } from "zod";
-import { parseRuleInput } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 import { shieldRuleView } from "./shield-rules.ts";
 
@@ -165,8 +164,7 @@ const OUTCOME_TEXT = {
   quarantine: "stored (readable over the API) and delivered nowhere",
 } as const;
 
-export async function dryRunShieldRules(ctx: OpsContext, accountId: string, body: unknown) {
-  const input = parseRuleInput(dryRunSchema, body);
+export async function dryRunShieldRules(ctx: OpsContext, accountId: string, input: z.output<typeof dryRunSchema>) {
   const message = await messageOf(input);
   const recipientAddress = lower(input.recipient ?? message.to[0] ?? "");
   if (!recipientAddress) throw invalid("recipient: is required when the message has no To address");

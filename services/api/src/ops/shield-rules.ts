@@ -7,18 +7,17 @@
 import {
   AppError,
   type Condition,
-  createRuleSchema,
+  type createRuleSchema,
   endpointIdsProblem,
   invalid,
   PLAN_CHANGE_HINT,
-  patchRuleSchema,
+  type patchRuleSchema,
   planLimits,
   type RuleAction,
   scopeOf,
 } from "@mailroom/core";
 import { newId, type Prisma } from "@mailroom/db";
 import { z } from "zod";
-import { parseRuleInput } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 
 export type ShieldRuleRow = {
@@ -103,8 +102,11 @@ async function assertScopeIds(
   }
 }
 
-export async function createShieldRule(ctx: OpsContext, accountId: string, body: unknown): Promise<ShieldRuleView> {
-  const input = parseRuleInput(createRuleSchema, body);
+export async function createShieldRule(
+  ctx: OpsContext,
+  accountId: string,
+  input: z.output<typeof createRuleSchema>,
+): Promise<ShieldRuleView> {
   await assertScopeIds(ctx, accountId, input);
   await assertEndpointIds(ctx, accountId, input.endpointIds);
   const row = await ctx.prisma.$transaction(async (tx) => {
@@ -162,10 +164,9 @@ export async function updateShieldRule(
   ctx: OpsContext,
   accountId: string,
   id: string,
-  body: unknown,
+  input: z.output<typeof patchRuleSchema>,
 ): Promise<ShieldRuleView> {
   const existing = await findOwnedRule(ctx, accountId, id);
-  const input = parseRuleInput(patchRuleSchema, body);
   const problem = endpointIdsProblem(existing.action as RuleAction, input.endpointIds);
   if (problem) throw invalid(`endpointIds: ${problem}`);
   if (input.endpointIds) await assertEndpointIds(ctx, accountId, input.endpointIds);
@@ -234,9 +235,8 @@ export const reorderSchema = z.object(
 export async function reorderShieldRules(
   ctx: OpsContext,
   accountId: string,
-  body: unknown,
+  { ids }: z.output<typeof reorderSchema>,
 ): Promise<{ data: ShieldRuleView[] }> {
-  const { ids } = parseRuleInput(reorderSchema, body);
   await ctx.prisma.$transaction(async (tx) => {
     await lockAccount(tx, accountId);
     const existing = await tx.shieldRule.findMany({ where: { accountId }, select: { id: true } });

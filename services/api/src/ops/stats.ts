@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { parseQuery } from "../lib/http.ts";
 import { timestamp } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
 import { dailyBuckets } from "./stats-days.ts";
@@ -144,8 +143,12 @@ async function daily(ctx: OpsContext, accountId: string, from: Date, now: Date):
 }
 
 /** GET /stats: the account's mail, deliveries and delivery latency over the window, bucket by bucket. */
-export async function getStats(ctx: OpsContext, accountId: string, query: unknown, now = new Date()): Promise<Stats> {
-  const { window } = parseQuery(statsQuery, query ?? {});
+export async function getStats(
+  ctx: OpsContext,
+  accountId: string,
+  { window }: z.output<typeof statsQuery>,
+  now = new Date(),
+): Promise<Stats> {
   const w = WINDOWS[window];
   const from = windowStart(window, now);
   const counted = window === "24h" ? await hourly(ctx, accountId, from) : await daily(ctx, accountId, from, now);

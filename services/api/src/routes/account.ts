@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { accountSchema } from "../lib/schemas.ts";
 import { getAccount, updateAccount, updateAccountBody } from "../ops/account.ts";
@@ -12,9 +11,7 @@ export const accountRoutes: Route[] = [
       summary: "The caller's account: plan, its limits and this month's usage",
       responses: { 200: { description: "The account", schema: accountSchema } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await getAccount(ctx, accountOf(req)));
-    },
+    handle: (ctx, { account }) => getAccount(ctx, account),
   }),
   route({
     method: "PATCH",
@@ -25,8 +22,6 @@ export const accountRoutes: Route[] = [
       body: updateAccountBody,
       responses: { 200: { description: "The account", schema: accountSchema } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await updateAccount(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => updateAccount(ctx, account, body),
   }),
 ];

@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { addressSchema, addressWithDomainSchema, idParams, pageOf } from "../lib/schemas.ts";
 import {
@@ -25,9 +24,7 @@ export const addressesRoutes: Route[] = [
       query: listAddressesQuery,
       responses: { 200: { description: "A page of addresses", schema: pageOf(addressSchema) } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await listAddresses(ctx, accountOf(req), req.query));
-    },
+    handle: (ctx, { account, query }) => listAddresses(ctx, account, query),
   }),
   route({
     method: "POST",
@@ -39,9 +36,7 @@ export const addressesRoutes: Route[] = [
       responses: { 201: { description: "The address", schema: addressSchema } },
       errors: { 409: "The local part already exists on this domain" },
     },
-    handle: async (ctx, { req, res }) => {
-      res.status(201).json(await createAddress(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => createAddress(ctx, account, body),
   }),
   route({
     method: "GET",
@@ -53,9 +48,7 @@ export const addressesRoutes: Route[] = [
       responses: { 200: { description: "The address", schema: addressSchema } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getAddress(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getAddress(ctx, account, params.id),
   }),
   route({
     method: "PATCH",
@@ -68,9 +61,7 @@ export const addressesRoutes: Route[] = [
       responses: { 200: { description: "The address with domain and address", schema: addressWithDomainSchema } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await updateAddress(ctx, accountOf(req), params.id, req.body));
-    },
+    handle: (ctx, { account, params, body }) => updateAddress(ctx, account, params.id, body),
   }),
   route({
     method: "DELETE",
@@ -82,9 +73,6 @@ export const addressesRoutes: Route[] = [
       responses: { 204: { description: "Deleted" } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      await deleteAddress(ctx, accountOf(req), params.id);
-      res.status(204).end();
-    },
+    handle: (ctx, { account, params }) => deleteAddress(ctx, account, params.id),
   }),
 ];

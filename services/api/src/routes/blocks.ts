@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { pageOf } from "../lib/schemas.ts";
 import { getBlock, listBlocks, listBlocksQuery } from "../ops/blocks.ts";
@@ -14,9 +13,7 @@ export const blocksRoutes: Route[] = [
       query: listBlocksQuery,
       responses: { 200: { description: "A page of block records", schema: pageOf(blockSchema) } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await listBlocks(ctx, accountOf(req), req.query));
-    },
+    handle: (ctx, { account, query }) => listBlocks(ctx, account, query),
   }),
   route({
     method: "GET",
@@ -29,8 +26,6 @@ export const blocksRoutes: Route[] = [
         404: { description: "No such block record on this account" },
       },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getBlock(ctx, accountOf(req), String(params.id)));
-    },
+    handle: (ctx, { account, params }) => getBlock(ctx, account, String(params.id)),
   }),
 ];

@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { idParams, pageOf } from "../lib/schemas.ts";
 import {
@@ -24,9 +23,7 @@ export const deliveriesRoutes: Route[] = [
       responses: { 200: { description: "A page of deliveries", schema: pageOf(deliverySchema) } },
       errors: { 400: "Invalid filter or `Invalid cursor`" },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await listDeliveries(ctx, accountOf(req), req.query));
-    },
+    handle: (ctx, { account, query }) => listDeliveries(ctx, account, query),
   }),
   route({
     method: "GET",
@@ -38,9 +35,7 @@ export const deliveriesRoutes: Route[] = [
       responses: { 200: { description: "The delivery and its attempts", schema: deliveryWithAttemptsSchema } },
       errors: { 404: "Not found or not the caller's" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getDelivery(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getDelivery(ctx, account, params.id),
   }),
   route({
     method: "POST",
@@ -54,9 +49,7 @@ export const deliveriesRoutes: Route[] = [
       body: bulkRetryBody,
       responses: { 200: { description: "How many deliveries were re-opened", schema: bulkRetryResultSchema } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await retryDeliveries(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => retryDeliveries(ctx, account, body),
   }),
   route({
     method: "POST",
@@ -68,8 +61,6 @@ export const deliveriesRoutes: Route[] = [
       responses: { 200: { description: "The re-opened delivery", schema: deliveryWithAttemptsSchema } },
       errors: { 404: "Not found or not the caller's", 409: "The delivery is still pending or retrying" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await retryDelivery(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => retryDelivery(ctx, account, params.id),
   }),
 ];

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { domainSchema, idParams } from "../lib/schemas.ts";
 import { verifyDomain } from "../ops/domain-verify.ts";
@@ -40,8 +39,6 @@ export const domainVerifyRoutes: Route[] = [
       responses: { 200: { description: "The domain after the check", schema: domainVerificationSchema } },
       errors: { 404: "Not found or not the caller's" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await verifyDomain(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => verifyDomain(ctx, account, params.id),
   }),
 ];

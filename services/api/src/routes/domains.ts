@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { domainSchema, idParams, pageOf } from "../lib/schemas.ts";
 import {
@@ -25,9 +24,7 @@ export const domainsRoutes: Route[] = [
       query: listDomainsQuery,
       responses: { 200: { description: "A page of domains", schema: pageOf(domainSchema) } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await listDomains(ctx, accountOf(req), req.query));
-    },
+    handle: (ctx, { account, query }) => listDomains(ctx, account, query),
   }),
   route({
     method: "POST",
@@ -39,9 +36,7 @@ export const domainsRoutes: Route[] = [
       responses: { 201: { description: "The domain, status pending", schema: domainSchema } },
       errors: { 409: "The domain is already registered" },
     },
-    handle: async (ctx, { req, res }) => {
-      res.status(201).json(await createDomain(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => createDomain(ctx, account, body),
   }),
   route({
     method: "GET",
@@ -53,9 +48,7 @@ export const domainsRoutes: Route[] = [
       responses: { 200: { description: "The domain", schema: domainSchema } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getDomain(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getDomain(ctx, account, params.id),
   }),
   route({
     method: "PATCH",
@@ -68,9 +61,7 @@ export const domainsRoutes: Route[] = [
       responses: { 200: { description: "The updated domain", schema: domainSchema } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await updateDomain(ctx, accountOf(req), params.id, req.body));
-    },
+    handle: (ctx, { account, params, body }) => updateDomain(ctx, account, params.id, body),
   }),
   route({
     method: "DELETE",
@@ -82,9 +73,6 @@ export const domainsRoutes: Route[] = [
       responses: { 204: { description: "Deleted" } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      await deleteDomain(ctx, accountOf(req), params.id);
-      res.status(204).end();
-    },
+    handle: (ctx, { account, params }) => deleteDomain(ctx, account, params.id),
   }),
 ];

@@ -2,7 +2,6 @@ import type { Response } from "express";
 import { z } from "zod";
 import { type Prefetch, takePrefetched } from "../lib/auth.ts";
 import { emailEventsSchema } from "../lib/email-events-schema.ts";
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { emailSchema, emailSummarySchema, idParams, pageOf } from "../lib/schemas.ts";
 import type { OpsContext } from "../ops/context.ts";
@@ -44,10 +43,12 @@ const PLAIN_PAGE = new Set(["limit", "cursor"]);
  */
 export const prefetchEmailList =
   (ctx: OpsContext): Prefetch =>
-  (req, keyHash) =>
-    req.path === "/emails" && Object.keys(req.query).every((k) => PLAIN_PAGE.has(k))
-      ? listEmailsByKey(ctx, keyHash, req.query)
-      : undefined;
+  (req, keyHash) => {
+    if (req.path !== "/emails" || !Object.keys(req.query).every((k) => PLAIN_PAGE.has(k))) return undefined;
+    // A query the route will refuse is not prefetched: the route answers its 400.
+    const q = listEmailsQuery.safeParse(req.query);
+    return q.success ? listEmailsByKey(ctx, keyHash, q.data) : undefined;
+  };
 
 export const emailsRoutes: Route[] = [
   route({
@@ -59,10 +60,7 @@ export const emailsRoutes: Route[] = [
       query: listEmailsQuery,
       responses: { 200: { description: "A page of email summaries", schema: pageOf(emailSummarySchema) } },
     },
-    handle: async (ctx, { req, res }) => {
-      const accountId = accountOf(req);
-      res.json(await (takePrefetched<unknown>(req) ?? listEmails(ctx, accountId, req.query)));
-    },
+    handle: (ctx, { req, account, query }) => takePrefetched<unknown>(req) ?? listEmails(ctx, account, query),
   }),
   route({
     method: "GET",
@@ -74,9 +72,7 @@ export const emailsRoutes: Route[] = [
       responses: { 200: { description: "The full email", schema: emailSchema } },
       errors: { 404: "Not found or not the caller's" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getEmail(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getEmail(ctx, account, params.id),
   }),
   route({
     method: "GET",
@@ -88,9 +84,7 @@ export const emailsRoutes: Route[] = [
       responses: { 200: { description: "The email's timeline, in order", schema: emailEventsSchema } },
       errors: { 404: "Not found or not the caller's" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getEmailEvents(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getEmailEvents(ctx, account, params.id),
   }),
   route({
     method: "GET",
@@ -102,8 +96,9 @@ export const emailsRoutes: Route[] = [
       responses: { 200: { description: "The message", contentType: "message/rfc822", schema: binary } },
       errors: { 404: "Not found, not the caller's, or no raw message kept (outbound)" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      const raw = await getRawEmail(ctx, accountOf(req), params.id);
+    sends: "itself",
+    handle: async (ctx, { res, account, params }) => {
+      const raw = await getRawEmail(ctx, account, params.id);
       res.setHeader("Content-Type", "message/rfc822");
       res.setHeader("Content-Disposition", `attachment; filename="${params.id}.eml"`);
       res.setHeader("X-Content-Type-Options", "nosniff");
@@ -122,8 +117,9 @@ export const emailsRoutes: Route[] = [
       },
       errors: { 404: "Email or attachment not found, or the attachment was not stored" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      sendAttachment(res, await getAttachment(ctx, accountOf(req), params.id, Number(params.n)));
+    sends: "itself",
+    handle: async (ctx, { res, account, params }) => {
+      sendAttachment(res, await getAttachment(ctx, account, params.id, Number(params.n)));
     },
   }),
 ];

@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { endpointWithSecretSchema, idParams, timestamp } from "../lib/schemas.ts";
 import { endpointTestResultSchema, rotateEndpointSecret, testEndpoint } from "../ops/endpoint-actions.ts";
@@ -22,9 +21,7 @@ export const endpointActionsRoutes: Route[] = [
       responses: { 200: { description: "What the endpoint answered", schema: endpointTestResultSchema } },
       errors: { 400: "An email destination (no HTTP request to test)", 404: "Not found or not the caller's" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await testEndpoint(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => testEndpoint(ctx, account, params.id),
   }),
   route({
     method: "POST",
@@ -36,8 +33,6 @@ export const endpointActionsRoutes: Route[] = [
       responses: { 200: { description: "The endpoint with its new secret", schema: rotatedSchema } },
       errors: { 404: "Not found or not the caller's", 409: "Rotated concurrently" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await rotateEndpointSecret(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => rotateEndpointSecret(ctx, account, params.id),
   }),
 ];

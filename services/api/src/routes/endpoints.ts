@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { endpointSchema, endpointWithSecretSchema, idParams, pageOf } from "../lib/schemas.ts";
 import {
@@ -25,9 +24,7 @@ export const endpointsRoutes: Route[] = [
       query: listEndpointsQuery,
       responses: { 200: { description: "A page of endpoints", schema: pageOf(endpointSchema) } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await listEndpoints(ctx, accountOf(req), req.query));
-    },
+    handle: (ctx, { account, query }) => listEndpoints(ctx, account, query),
   }),
   route({
     method: "POST",
@@ -40,9 +37,7 @@ export const endpointsRoutes: Route[] = [
     },
     // An email destination's body has its own schema (type "email", url mailto:…).
     bodyCheckedBy: "operation",
-    handle: async (ctx, { req, res }) => {
-      res.status(201).json(await createEndpoint(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => createEndpoint(ctx, account, body),
   }),
   route({
     method: "GET",
@@ -54,9 +49,7 @@ export const endpointsRoutes: Route[] = [
       responses: { 200: { description: "The endpoint", schema: endpointSchema } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getEndpoint(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getEndpoint(ctx, account, params.id),
   }),
   route({
     method: "PATCH",
@@ -71,9 +64,7 @@ export const endpointsRoutes: Route[] = [
     },
     // Which fields are allowed depends on the stored endpoint's type (email destinations have no headers).
     bodyCheckedBy: "operation",
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await updateEndpoint(ctx, accountOf(req), params.id, req.body));
-    },
+    handle: (ctx, { account, params, body }) => updateEndpoint(ctx, account, params.id, body),
   }),
   route({
     method: "DELETE",
@@ -85,9 +76,6 @@ export const endpointsRoutes: Route[] = [
       responses: { 204: { description: "Deleted" } },
       errors: { 404: "Not found or not the caller's", 409: "The endpoint is still in use" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      await deleteEndpoint(ctx, accountOf(req), params.id);
-      res.status(204).end();
-    },
+    handle: (ctx, { account, params }) => deleteEndpoint(ctx, account, params.id),
   }),
 ];

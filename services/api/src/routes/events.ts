@@ -2,7 +2,6 @@ import { AppError, invalid } from "@mailroom/core";
 import { EVENT_TYPES } from "@mailroom/queues";
 import type { Response } from "express";
 import { z } from "zod";
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import type { OpsContext } from "../ops/context.ts";
 
@@ -58,8 +57,8 @@ export const eventsRoutes: Route[] = [
         503: "Live events are not available (Redis unreachable)",
       },
     },
-    handle: async (ctx, { req, res, query }) => {
-      const accountId = accountOf(req);
+    sends: "itself",
+    handle: async (ctx, { req, res, account: accountId, query }) => {
       const hub = ctx.events;
       if (!hub) throw new AppError("unavailable", "Live events are not configured on this server");
       const header = req.header("last-event-id")?.trim();

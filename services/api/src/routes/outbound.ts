@@ -1,5 +1,4 @@
 import type { RequestHandler, Response } from "express";
-import { accountOf } from "../lib/http.ts";
 import { idempotencyKeyOf, type Outcome } from "../lib/idempotency.ts";
 import { jsonBody } from "../lib/json-body.ts";
 import { type Route, route } from "../lib/route.ts";
@@ -45,9 +44,10 @@ export const outboundRoutes: Route[] = [
         413: "Attachments larger than 10 MB in total",
       },
     },
-    handle: async (ctx, { req, res, params }) => {
+    sends: "itself",
+    handle: async (ctx, { req, res, account, params, body }) => {
       const key = idempotencyKeyOf(req.header("idempotency-key"));
-      respond(res, await replyToEmail(ctx, accountOf(req), params.id, req.body, key));
+      respond(res, await replyToEmail(ctx, account, params.id, body, key));
     },
   }),
   route({
@@ -65,9 +65,10 @@ export const outboundRoutes: Route[] = [
         413: "Attachments larger than 10 MB in total",
       },
     },
-    handle: async (ctx, { req, res }) => {
+    sends: "itself",
+    handle: async (ctx, { req, res, account, body }) => {
       const key = idempotencyKeyOf(req.header("idempotency-key"));
-      respond(res, await sendEmail(ctx, accountOf(req), req.body, key));
+      respond(res, await sendEmail(ctx, account, body, key));
     },
   }),
 ];

@@ -1,5 +1,4 @@
 import { createRuleSchema, patchRuleSchema } from "@mailroom/core";
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { idParams } from "../lib/schemas.ts";
 import { dryRunSchema, dryRunShieldRules } from "../ops/shield-dry-run.ts";
@@ -32,9 +31,7 @@ export const shieldRulesRoutes: Route[] = [
       responses: { 201: { description: "The rule", schema: shieldRuleSchema } },
       errors: { 402: "The account is at its plan's rule cap (free 3, scale 200)" },
     },
-    handle: async (ctx, { req, res }) => {
-      res.status(201).json(await createShieldRule(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => createShieldRule(ctx, account, body),
   }),
   route({
     method: "GET",
@@ -44,9 +41,7 @@ export const shieldRulesRoutes: Route[] = [
       summary: "Every rule of the account, in evaluation order (not paginated: at most 200)",
       responses: { 200: { description: "The rules", schema: shieldRuleListSchema } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await listShieldRules(ctx, accountOf(req)));
-    },
+    handle: (ctx, { account }) => listShieldRules(ctx, account),
   }),
   route({
     method: "POST",
@@ -58,9 +53,7 @@ export const shieldRulesRoutes: Route[] = [
       body: reorderSchema,
       responses: { 200: { description: "The rules in their new order", schema: shieldRuleListSchema } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await reorderShieldRules(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => reorderShieldRules(ctx, account, body),
   }),
   route({
     method: "POST",
@@ -75,9 +68,7 @@ export const shieldRulesRoutes: Route[] = [
       body: dryRunSchema,
       responses: { 200: { description: "The decision with its trace", schema: dryRunResultSchema } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await dryRunShieldRules(ctx, accountOf(req), req.body));
-    },
+    handle: (ctx, { account, body }) => dryRunShieldRules(ctx, account, body),
   }),
   route({
     method: "GET",
@@ -89,9 +80,7 @@ export const shieldRulesRoutes: Route[] = [
       responses: { 200: { description: "The rule", schema: shieldRuleSchema } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getShieldRule(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getShieldRule(ctx, account, params.id),
   }),
   route({
     method: "PATCH",
@@ -105,9 +94,7 @@ export const shieldRulesRoutes: Route[] = [
       responses: { 200: { description: "The rule", schema: shieldRuleSchema } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await updateShieldRule(ctx, accountOf(req), params.id, req.body));
-    },
+    handle: (ctx, { account, params, body }) => updateShieldRule(ctx, account, params.id, body),
   }),
   route({
     method: "DELETE",
@@ -119,9 +106,6 @@ export const shieldRulesRoutes: Route[] = [
       responses: { 204: { description: "Deleted" } },
       errors: notFound,
     },
-    handle: async (ctx, { req, res, params }) => {
-      await deleteShieldRule(ctx, accountOf(req), params.id);
-      res.status(204).end();
-    },
+    handle: (ctx, { account, params }) => deleteShieldRule(ctx, account, params.id),
   }),
 ];

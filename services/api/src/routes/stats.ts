@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { idParams } from "../lib/schemas.ts";
 import { endpointHealthSchema, getEndpointHealth } from "../ops/endpoint-health.ts";
@@ -21,9 +20,7 @@ export const statsRoutes: Route[] = [
       responses: { 200: { description: "Buckets oldest first, and totals over the window", schema: statsSchema } },
       errors: { 400: "Invalid window" },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await getStats(ctx, accountOf(req), req.query));
-    },
+    handle: (ctx, { account, query }) => getStats(ctx, account, query),
   }),
   route({
     method: "GET",
@@ -35,8 +32,6 @@ export const statsRoutes: Route[] = [
       responses: { 200: { description: "The endpoint's health", schema: endpointHealthSchema } },
       errors: { 404: "Not found or not the caller's" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getEndpointHealth(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getEndpointHealth(ctx, account, params.id),
   }),
 ];

@@ -1,4 +1,3 @@
-import { accountOf } from "../lib/http.ts";
 import { type Route, route } from "../lib/route.ts";
 import { idParams, pageOf, threadSchema, threadSummarySchema } from "../lib/schemas.ts";
 import { getThread, listThreads, listThreadsQuery } from "../ops/emails.ts";
@@ -15,9 +14,7 @@ export const threadsRoutes: Route[] = [
       query: listThreadsQuery,
       responses: { 200: { description: "A page of threads", schema: pageOf(threadSummarySchema) } },
     },
-    handle: async (ctx, { req, res }) => {
-      res.json(await listThreads(ctx, accountOf(req), req.query));
-    },
+    handle: (ctx, { account, query }) => listThreads(ctx, account, query),
   }),
   route({
     method: "GET",
@@ -29,8 +26,6 @@ export const threadsRoutes: Route[] = [
       responses: { 200: { description: "The thread", schema: threadSchema } },
       errors: { 404: "No messages, or not the caller's" },
     },
-    handle: async (ctx, { req, res, params }) => {
-      res.json(await getThread(ctx, accountOf(req), params.id));
-    },
+    handle: (ctx, { account, params }) => getThread(ctx, account, params.id),
   }),
 ];
