@@ -7,5 +7,6 @@ export * from "./members.ts";
 export { ensureDatabase, listMigrations, migrate } from "./migrate.ts";
 export { migrationsDir } from "./paths.ts";
 export * from "./pool.ts";
+export * from "./rows.ts";
 export * from "./schema-check.ts";
 export * from "./usage.ts";

@@ -6,7 +6,7 @@
  * Plain node-postgres on the Prisma client's pool: Prisma's per-query work was most of the CPU these
  * statements cost, and it copies large text values (a 25 MB body) many times over.
  */
-import { checkout, newId, type Queryable } from "@mailroom/db";
+import { type Column, checkout, newId, type Queryable, type Row } from "@mailroom/db";
 import type pg from "pg";
 import type { ParsedEmail } from "./parse.ts";
 
@@ -56,9 +56,14 @@ export type StoreResult =
   /** The recipient was not pending any more: another worker processed it. */
   | { kind: "claimed-elsewhere" };
 
+type EmailColumn = {
+  [C in Column<"emails">]: [column: C, type: string, value: (i: StoreInput) => Row<"emails">[C]];
+}[Column<"emails">];
+
 // The email's columns, in the INSERT's order, with the value each takes from the input and its SQL
-// type. One list, so adding a column is one line here.
-const EMAIL_COLUMNS: [column: string, type: string, value: (i: StoreInput) => unknown][] = [
+// type. One list, so adding a column is one line here; each name and value type is checked against
+// the schema's Email model (a jsonb value is sent as its JSON text, which the model's JsonValue admits).
+const EMAIL_COLUMNS: EmailColumn[] = [
   ["accountId", "text", (i) => i.row.accountId],
   ["domainId", "text", (i) => i.row.domainId],
   ["addressId", "text", (i) => i.row.addressId],
