@@ -1,7 +1,15 @@
 import { randomInt } from "node:crypto";
 import { monthKey } from "@mailroom/core";
 import type { Queryable } from "@mailroom/db";
-import { jobGroups, MESSAGE_COLUMNS, type Recipient, recipientsOf, type Spooled, type SpoolInput } from "./spool.ts";
+import {
+  jobGroups,
+  MESSAGE_COLUMNS,
+  RECIPIENT_COLUMNS,
+  type Recipient,
+  recipientsOf,
+  type Spooled,
+  type SpoolInput,
+} from "./spool.ts";
 import { CLAIM_FREE_SHARDS, type Claim, USAGE_SHARDS } from "./usage.ts";
 
 /** What one statement wrote (`accepted`: their spool ids); the other messages must settle alone. */
@@ -76,7 +84,7 @@ const ACCEPT_TOGETHER = `
                  traceparent, off, len)
          WHERE v."accountId" IN (SELECT "accountId" FROM claimed)
         RETURNING id),
-  r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt", "jobId")
+  r AS (INSERT INTO spool_recipients (${RECIPIENT_COLUMNS})
         SELECT v.id, v."spoolId", v."accountId", v."domainId", v."addressId", v.recipient, $6, v."jobId"
           FROM unnest($20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::text[])
             AS v(id, "spoolId", "accountId", "domainId", "addressId", recipient, "jobId")

@@ -1,5 +1,5 @@
 import { monthKey } from "@mailroom/core";
-import { newId, type Queryable, withTransaction } from "@mailroom/db";
+import { type Column, columnList, columns, newId, type Queryable, type Row, withTransaction } from "@mailroom/db";
 import { type AccountVolume, enqueueBulk, type TypedQueue } from "@mailroom/queues";
 import type pg from "pg";
 import type { TlsInfo } from "./received-header.ts";
@@ -175,7 +175,35 @@ export function usageRequests(recipients: Recipient[], month: string): ClaimRequ
   return [...byAccount.values()].sort((a, b) => (a.accountId < b.accountId ? -1 : 1));
 }
 
-export const MESSAGE_COLUMNS = `id, "mailFrom", "remoteIp", helo, "tlsProtocol", "tlsCipher", size, sha256, traceparent, raw, "receivedAt"`;
+// Column lists checked against the schema (@mailroom/db rows.ts): a renamed column fails tsc.
+const MESSAGE_HEAD = columns<"spooled_messages">()([
+  "id",
+  "mailFrom",
+  "remoteIp",
+  "helo",
+  "tlsProtocol",
+  "tlsCipher",
+  "size",
+  "sha256",
+  "traceparent",
+]);
+export const MESSAGE_COLUMNS = columnList([
+  ...MESSAGE_HEAD,
+  "raw",
+  "receivedAt",
+] satisfies Column<"spooled_messages">[]);
+export const RECIPIENT_COLUMNS = columnList(
+  columns<"spool_recipients">()([
+    "id",
+    "spoolId",
+    "accountId",
+    "domainId",
+    "addressId",
+    "recipient",
+    "createdAt",
+    "jobId",
+  ]),
+);
 
 /** Recipient rows from arrays (one statement for any number); `$1` is the spool id, `$2` the time. */
 const RECIPIENTS_FROM_ARRAYS = `
@@ -192,20 +220,21 @@ const recipientArrays = (rs: Recipient[]) => [
   rs.map((r) => r.jobId),
 ];
 
-/** The columns before `raw`, in MESSAGE_COLUMNS order. */
-const messageHead = (input: SpoolInput) => {
+/** The columns before `raw`, in MESSAGE_COLUMNS order, each typed as the schema's column. */
+const messageHead = (input: SpoolInput): unknown[] => {
   const { body, tls } = input;
-  return [
-    body.spoolId,
-    input.mailFrom,
-    input.remoteIp,
-    input.helo,
-    tls?.protocol ?? null,
-    tls?.cipher ?? null,
-    body.size,
-    body.sha256,
-    input.traceparent,
-  ];
+  const head: Pick<Row<"spooled_messages">, (typeof MESSAGE_HEAD)[number]> = {
+    id: body.spoolId,
+    mailFrom: input.mailFrom,
+    remoteIp: input.remoteIp,
+    helo: input.helo,
+    tlsProtocol: tls?.protocol ?? null,
+    tlsCipher: tls?.cipher ?? null,
+    size: body.size,
+    sha256: body.sha256,
+    traceparent: input.traceparent,
+  };
+  return MESSAGE_HEAD.map((c) => head[c]);
 };
 
 /** A message held in memory as stored: our Received header, then the client's bytes. */
@@ -216,7 +245,7 @@ const ACCEPT_IN_ONE_STATEMENT = `
   WITH c AS (${CLAIM_FREE_SHARD}),
   m AS (INSERT INTO spooled_messages (${MESSAGE_COLUMNS})
         SELECT $6, $13, $14, $15, $16, $17, $18, $19, $20, $21, $7 FROM c RETURNING id),
-  r AS (INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt", "jobId")
+  r AS (INSERT INTO spool_recipients (${RECIPIENT_COLUMNS})
         SELECT v.id, m.id, v."accountId", v."domainId", v."addressId", v.recipient, $7, v."jobId"
           FROM m, unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $22::text[])
             AS v(id, "accountId", "domainId", "addressId", recipient, "jobId"))
@@ -296,7 +325,7 @@ function acceptInTransaction(
       await db.query(`DELETE FROM spool_chunks WHERE "uploadId" = $1`, [body.spoolId]);
     }
     await db.query(
-      `INSERT INTO spool_recipients (id, "spoolId", "accountId", "domainId", "addressId", recipient, "createdAt", "jobId")
+      `INSERT INTO spool_recipients (${RECIPIENT_COLUMNS})
        ${RECIPIENTS_FROM_ARRAYS}`,
       [body.spoolId, now, ...recipientArrays(recipients)],
     );
