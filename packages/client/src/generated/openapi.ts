@@ -3978,11 +3978,23 @@ export interface operations {
                     /** @description default 10 */
                     timeoutSeconds?: number;
                     /**
-                     * @description slack or discord: url is the channel's incoming-webhook URL; email: url is mailto:<address>
+                     * @description omitted or webhook: signed JSON; slack or discord: url is the channel's incoming-webhook URL
                      * @enum {string}
                      */
-                    type?: "webhook" | "slack" | "discord" | "email";
-                    /** @description where deliveries go: a public http(s) URL (type email: mailto:<address>) */
+                    type?: "webhook" | "slack" | "discord";
+                    /** @description where deliveries go: a public http(s) URL */
+                    url: string;
+                } | {
+                    /** @description default 5 */
+                    maxAttempts?: number;
+                    /** @description label; defaults to the address */
+                    name?: string;
+                    /**
+                     * @description email: each message is forwarded to the address as an attachment
+                     * @constant
+                     */
+                    type: "email";
+                    /** @description mailto:<address> */
                     url: string;
                 };
             };

@@ -50,8 +50,9 @@ export type Route = {
    */
   messages?: "rest" | "rules";
   /**
-   * `operation`: the body schema depends on a stored row, so the operation picks it (`PATCH
-   * /endpoints/{id}`); `doc.body` then only documents, and the handler gets the body unchecked.
+   * `operation`: the operation's own parser checks the body, because the schema depends on a stored
+   * row (`PATCH /endpoints/{id}`) or each kind of a union words its own problems (`POST /endpoints`);
+   * `doc.body` then only documents, and the handler passes the body to that parser.
    */
   bodyCheckedBy?: "operation";
   /**

@@ -1,7 +1,6 @@
 import { endpointView } from "@mailroom/core";
 import { newId } from "@mailroom/db";
 import { z } from "zod";
-import { parse } from "../lib/http.ts";
 import type { OpsContext } from "./context.ts";
 import { newEndpointSecret } from "./endpoint-secret.ts";
 
@@ -28,8 +27,8 @@ const maxAttemptsSchema = z
 
 export const createEmailEndpointSchema = z
   .object({
-    type: z.literal("email"),
-    url: mailtoSchema,
+    type: z.literal("email").describe("email: each message is forwarded to the address as an attachment"),
+    url: mailtoSchema.describe("mailto:<address>"),
     name: nameSchema.optional().describe("label; defaults to the address"),
     maxAttempts: maxAttemptsSchema.optional().describe("default 5"),
   })
@@ -50,8 +49,11 @@ export const updateEmailEndpointSchema = z
 export const isEmailEndpointBody = (body: unknown): boolean =>
   typeof body === "object" && body !== null && (body as { type?: unknown }).type === "email";
 
-export async function createEmailEndpoint(ctx: OpsContext, accountId: string, body: unknown) {
-  const input = parse(createEmailEndpointSchema, body);
+export async function createEmailEndpoint(
+  ctx: OpsContext,
+  accountId: string,
+  input: z.output<typeof createEmailEndpointSchema>,
+) {
   const secret = newEndpointSecret();
   const row = await ctx.prisma.endpoint.create({
     data: {
@@ -68,8 +70,11 @@ export async function createEmailEndpoint(ctx: OpsContext, accountId: string, bo
   return { ...endpointView(row), secret };
 }
 
-export async function updateEmailEndpoint(ctx: OpsContext, id: string, body: unknown) {
-  const input = parse(updateEmailEndpointSchema, body);
+export async function updateEmailEndpoint(
+  ctx: OpsContext,
+  id: string,
+  input: z.output<typeof updateEmailEndpointSchema>,
+) {
   const row = await ctx.prisma.endpoint.update({
     where: { id },
     data: {

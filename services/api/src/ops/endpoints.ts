@@ -5,7 +5,13 @@ import { parse } from "../lib/http.ts";
 import { after, decodeCursor, newestFirst, toPage } from "../lib/pagination.ts";
 import { pageQueryShape } from "../lib/schemas.ts";
 import type { OpsContext } from "./context.ts";
-import { createEmailEndpoint, isEmailEndpointBody, updateEmailEndpoint } from "./email-endpoints.ts";
+import {
+  createEmailEndpoint,
+  createEmailEndpointSchema,
+  isEmailEndpointBody,
+  updateEmailEndpoint,
+  updateEmailEndpointSchema,
+} from "./email-endpoints.ts";
 import { newEndpointSecret } from "./endpoint-secret.ts";
 
 const RESERVED_HEADERS = new Set([
@@ -85,19 +91,20 @@ const maxAttemptsSchema = z
   .min(1, "must be 1 to 10")
   .max(10, "must be 1 to 10");
 
+/** An http destination's body (webhook, Slack, Discord): the same fields, the type says how deliveries look. */
 export const createEndpointSchema = z
   .object({
     name: nameSchema.optional().describe("label; defaults to the URL's host name"),
-    url: urlSchema.describe("where deliveries go: a public http(s) URL (type email: mailto:<address>)"),
+    url: urlSchema.describe("where deliveries go: a public http(s) URL"),
     headers: headersSchema.optional().describe("custom headers sent with every delivery, as { name: value }"),
     timeoutSeconds: timeoutSchema.optional().describe("default 10"),
     maxAttempts: maxAttemptsSchema.optional().describe("default 5; first attempt plus retries"),
-    // "email" bodies are diverted to ops/email-endpoints.ts (url: mailto:…) before this schema runs;
-    // it is listed so that the message and the OpenAPI document name every type.
+    // "email" bodies take createEmailEndpointSchema (parseCreateEndpointBody) before this one runs,
+    // so the message names it too.
     type: z
-      .enum(["webhook", "slack", "discord", "email"], "must be slack, discord or email (omit for a webhook)")
+      .enum(["webhook", "slack", "discord"], "must be slack, discord or email (omit for a webhook)")
       .optional()
-      .describe("slack or discord: url is the channel's incoming-webhook URL; email: url is mailto:<address>"),
+      .describe("omitted or webhook: signed JSON; slack or discord: url is the channel's incoming-webhook URL"),
   })
   .strict();
 
@@ -116,6 +123,36 @@ export const updateEndpointSchema = z
     message: "provide at least one of name, url, headers, timeoutSeconds, maxAttempts, active",
   });
 
+/** POST /endpoints: an http destination, or (type email) an email one with a mailto: url. */
+export const createEndpointBody = z.discriminatedUnion("type", [createEndpointSchema, createEmailEndpointSchema]);
+export type CreateEndpointBody = z.output<typeof createEndpointBody>;
+
+/** Each kind's own schema words its problems: `type: "email"` picks the email one, anything else the http one. */
+export const parseCreateEndpointBody = (body: unknown): CreateEndpointBody =>
+  isEmailEndpointBody(body) ? parse(createEmailEndpointSchema, body) : parse(createEndpointSchema, body);
+
+/** PATCH /endpoints/{id}: which fields apply depends on the stored endpoint's type (email has no headers). */
+export type EndpointPatch = { id: string } & (
+  | { type: "email"; input: z.output<typeof updateEmailEndpointSchema> }
+  | { type: "http"; input: z.output<typeof updateEndpointSchema> }
+);
+
+/**
+ * Finds the caller's endpoint (404 first, as before), then parses the patch with its type's schema;
+ * the patch carries the endpoint's id, so updateEndpoint need not look it up again.
+ */
+export async function parseEndpointPatch(
+  ctx: OpsContext,
+  accountId: string,
+  id: string,
+  body: unknown,
+): Promise<EndpointPatch> {
+  const { type } = await findOwnedEndpoint(ctx, accountId, id);
+  return type === "email"
+    ? { id, type: "email", input: parse(updateEmailEndpointSchema, body) }
+    : { id, type: "http", input: parse(updateEndpointSchema, body) };
+}
+
 export const listEndpointsQuery = z.object({ ...pageQueryShape }).strict();
 
 export async function assertPublicDestination(ctx: OpsContext, url: string): Promise<void> {
@@ -123,9 +160,8 @@ export async function assertPublicDestination(ctx: OpsContext, url: string): Pro
   if (!r.ok) throw invalid(`url: ${r.error}`);
 }
 
-export async function createEndpoint(ctx: OpsContext, accountId: string, body: unknown) {
-  if (isEmailEndpointBody(body)) return createEmailEndpoint(ctx, accountId, body);
-  const input = parse(createEndpointSchema, body);
+export async function createEndpoint(ctx: OpsContext, accountId: string, input: CreateEndpointBody) {
+  if (input.type === "email") return createEmailEndpoint(ctx, accountId, input);
   await assertPublicDestination(ctx, input.url);
   const secret = newEndpointSecret();
   const row = await ctx.prisma.endpoint.create({
@@ -171,13 +207,13 @@ export async function listEndpoints(ctx: OpsContext, accountId: string, q: z.out
   return toPage(ctx.cursors, rows, q.limit, (r) => r.createdAt, endpointView);
 }
 
-export async function updateEndpoint(ctx: OpsContext, accountId: string, id: string, body: unknown) {
-  const existing = await findOwnedEndpoint(ctx, accountId, id);
-  if (existing.type === "email") return updateEmailEndpoint(ctx, existing.id, body);
-  const input = parse(updateEndpointSchema, body);
+/** Applies a patch from parseEndpointPatch (which scoped it to the caller's endpoint). */
+export async function updateEndpoint(ctx: OpsContext, patch: EndpointPatch) {
+  if (patch.type === "email") return updateEmailEndpoint(ctx, patch.id, patch.input);
+  const { id, input } = patch;
   if (input.url !== undefined) await assertPublicDestination(ctx, input.url);
   const row = await ctx.prisma.endpoint.update({
-    where: { id: existing.id },
+    where: { id },
     data: {
       ...(input.name !== undefined ? { name: input.name } : {}),
       ...(input.url !== undefined ? { url: input.url } : {}),
