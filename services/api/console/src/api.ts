@@ -1,3 +1,5 @@
+import type * as C from "@mailroom/client";
+
 /**
  * The console's only way to the server: same-origin JSON under /console/api. The session cookie
  * travels by itself (HttpOnly); every write carries the CSRF token the session answer gave us.
@@ -65,21 +67,36 @@ export type Overview = {
   counts: { domains: number; endpoints: number; addresses: number };
 };
 
-export type Delivery = {
-  id: string;
-  emailId: string;
-  endpointId: string;
-  status: "pending" | "retrying" | "delivered" | "dead";
-  attemptCount: number;
-  maxAttempts: number;
-  nextAttemptAt: string | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
-};
+// Response shapes come from the API's OpenAPI document, as @mailroom/client generates them.
+export type {
+  Account,
+  BlockRecord,
+  Delivery,
+  DeliveryAttempt as Attempt,
+  DeliveryCounts,
+  DnsRecord,
+  DnsRecordCheck as RecordCheck,
+  Domain,
+  Email,
+  EmailEvents,
+  EmailSummary,
+  Endpoint,
+  EndpointFailure,
+  EndpointHealth,
+  Latency,
+  MailCounts,
+  ShieldCondition,
+  ShieldDryRunResult as DryRun,
+  ShieldRule,
+  Stats,
+} from "@mailroom/client";
 
 export type Page<T> = { data: T[]; nextCursor: string | null };
+/** An address; PATCH answers with its domain and full address as well. */
+export type Address = C.Address & Partial<Pick<C.AddressWithDomain, "domain" | "address">>;
+/** GET /emails/{id}/events: what happened to one message, in order. */
+export type EmailEvent = C.EmailEvents["events"][number];
+export type TimelineAttempt = C.EmailEventDelivery["attempts"][number];
 
 export type ApiKey = {
   id: string;
@@ -90,119 +107,6 @@ export type ApiKey = {
   lastUsedAt: string | null;
   revokedAt: string | null;
 };
-
-export type DnsRecord = { type: string; name: string; value: string; priority?: number };
-export type RecordCheck = DnsRecord & { found: boolean; observed: string[]; error?: string };
-
-export type Domain = {
-  id: string;
-  domain: string;
-  status: "pending" | "verified" | "failed";
-  dnsRecords: DnsRecord[];
-  catchAll: { enabled: boolean; endpointId: string | null };
-  verifiedAt: string | null;
-  lastCheckedAt: string | null;
-  warning: string | null;
-  createdAt: string;
-};
-
-export type Endpoint = {
-  id: string;
-  name: string;
-  type: string;
-  url: string;
-  headers: Record<string, string>;
-  timeoutSeconds: number;
-  maxAttempts: number;
-  active: boolean;
-};
-
-export type Attempt = {
-  number: number;
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  responseBody: string;
-  startedAt: string;
-  finishedAt: string;
-};
-
-export type Address = {
-  id: string;
-  domainId: string;
-  localPart: string;
-  endpointId: string | null;
-  active: boolean;
-  createdAt: string;
-  domain?: string;
-  address?: string;
-};
-
-export type EmailSummary = {
-  id: string;
-  direction: "inbound" | "outbound";
-  threadId: string;
-  fromAddress: string;
-  toAddresses: string[];
-  subject: string;
-  spamVerdict: string | null;
-  attachmentCount: number;
-  receivedAt: string;
-};
-
-export type Email = EmailSummary & {
-  messageId: string;
-  ccAddresses: string[];
-  textBody: string;
-  htmlBody: string;
-  spfVerdict: string;
-  dkimVerdict: string;
-  dmarcVerdict: string;
-  dmarcOverridden: boolean;
-  arcVerdict: string;
-  virusVerdict: string;
-  virusSignature: string | null;
-  verdictReasons: { virus: string | null; arc: string | null; dmarc: string | null };
-  headers?: Record<string, unknown>;
-  attachments: { filename: string; contentType: string; size: number; stored: boolean }[];
-};
-
-export type ShieldCondition = { field: string; operator: string; value?: string };
-
-export type ShieldRule = {
-  id: string;
-  name: string;
-  action: "allow" | "block" | "route";
-  priority: number;
-  enabled: boolean;
-  scope: "account" | "domain" | "address";
-  domainId: string | null;
-  addressId: string | null;
-  conditions: ShieldCondition[];
-  endpointIds: string[];
-  createdAt: string;
-};
-
-export type BlockRecord = {
-  id: string;
-  ruleId: string | null;
-  ruleName: string;
-  sender: string;
-  recipient: string;
-  subject: string;
-  receivedAt: string;
-};
-
-export type DryRun = {
-  decision: "none" | "allow" | "block" | "route";
-  outcome: "deliver" | "block" | "route" | "quarantine";
-  rule: ShieldRule | null;
-  reason: string;
-  recipient: { address: string };
-  trace: { ruleId: string; name: string; priority: number; matched: boolean; skipped?: string }[];
-};
-
-export type Account = Overview["account"] & { createdAt: string };
 
 export type Member = {
   id: string;
@@ -215,110 +119,3 @@ export type Member = {
 };
 
 export type Invitation = { id: string; email: string; setPasswordUrl: string; expiresAt: string };
-
-type Verdict = { verdict: string | null; reason: string | null };
-
-export type TimelineAttempt = {
-  number: number;
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number;
-  responseExcerpt: string;
-  startedAt: string;
-  finishedAt: string;
-};
-
-/** GET /emails/{id}/events: what happened to one message, in order. */
-export type EmailEvent =
-  | {
-      type: "received";
-      at: string;
-      mailFrom: string | null;
-      recipient: string | null;
-      clientIp: string | null;
-      helo: string | null;
-      tls: { protocol: string; cipher: string } | null;
-      sizeBytes: number | null;
-    }
-  | {
-      type: "authenticated";
-      at: string;
-      spf: Verdict;
-      dkim: Verdict;
-      dmarc: Verdict & { overriddenByArc: boolean };
-      arc: Verdict;
-      spam: Verdict;
-      virus: Verdict;
-    }
-  | {
-      type: "shield";
-      at: string;
-      decision: "none" | "allow" | "route";
-      action: string | null;
-      rule: {
-        id: string;
-        name: string | null;
-        priority: number | null;
-        changedSince: boolean;
-        deleted: boolean;
-        conditions: { field: string; operator: string; value: string | null; matched: boolean }[];
-      } | null;
-      reason: string;
-    }
-  | { type: "stored"; at: string; threadId: string; processingTries: number | null }
-  | { type: "sent"; at: string; status: string; attempts: number; lastReply: string | null; sentAt: string | null }
-  | {
-      type: "delivery";
-      at: string;
-      deliveryId: string;
-      endpoint: { id: string; name: string; type: string };
-      status: Delivery["status"];
-      attemptCount: number;
-      maxAttempts: number;
-      nextAttemptAt: string | null;
-      deliveredAt: string | null;
-      attempts: TimelineAttempt[];
-    };
-
-export type EmailEvents = { emailId: string; direction: "inbound" | "outbound"; events: EmailEvent[] };
-
-export type MailCounts = { stored: number; blocked: number; processingFailed: number };
-export type DeliveryCounts = { succeeded: number; retrying: number; dead: number; pending: number };
-export type Latency = { attempts: number; p50Ms: number | null; p95Ms: number | null };
-
-/** GET /stats: buckets oldest first and totals over the window. */
-export type Stats = {
-  window: "24h" | "30d";
-  bucket: "hour" | "day";
-  from: string;
-  to: string;
-  buckets: { start: string; mail: MailCounts; deliveries: DeliveryCounts; latency: Latency }[];
-  totals: { mail: MailCounts; deliveries: DeliveryCounts; latency: Latency };
-};
-
-export type EndpointFailure = {
-  deliveryId: string;
-  emailId: string;
-  attempt: number;
-  at: string;
-  statusCode: number | null;
-  error: string;
-  durationMs: number;
-  responseExcerpt: string;
-};
-
-/** GET /endpoints/{id}/health: the last 24 hours of one endpoint. */
-export type EndpointHealth = {
-  endpointId: string;
-  from: string;
-  attempts: number;
-  succeeded: number;
-  failed: number;
-  successRate: number | null;
-  latency: Latency;
-  failingSince: string | null;
-  backlog: { pending: number; retrying: number; nextAttemptAt: string | null };
-  deliveries: DeliveryCounts;
-  lastFailures: EndpointFailure[];
-  hourly: { start: string; attempts: number; failed: number; p50Ms: number | null; p95Ms: number | null }[];
-};
