@@ -63,9 +63,17 @@ async function seedTrial(env: BenchEnv, receiver: CountingReceiver, name: string
   return `in@${name}.replicas.example`;
 }
 
+const withoutHealthPort = ({ HEALTH_PORT: _, ...rest }: Record<string, string>) => rest;
+
 function fleetOf(env: BenchEnv, dns: DnsServer, n: number): Promise<Fleet> {
   return startFleet({
-    env: { ...env.serviceEnv, DNS_SERVERS: dns.server, LOG_LEVEL: "warn", SHUTDOWN_TIMEOUT_MS: "30000" },
+    // HEALTH_PORT is the fleet's (a spare port per replica, where it waits for /readyz).
+    env: {
+      ...withoutHealthPort(env.serviceEnv),
+      DNS_SERVERS: dns.server,
+      LOG_LEVEL: "warn",
+      SHUTDOWN_TIMEOUT_MS: "30000",
+    },
     replicas: { "smtp-ingest": n, "rule-engine": n, "webhook-dispatcher": n },
     readyTimeoutMs: 900_000,
     serviceEnv: {

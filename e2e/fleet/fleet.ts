@@ -74,7 +74,13 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     r.inRotation = true;
     return r;
   };
-  await Promise.all(FLEET_SERVICES.flatMap((s) => Array.from({ length: o.replicas[s] }, () => add(s))));
+  try {
+    await Promise.all(FLEET_SERVICES.flatMap((s) => Array.from({ length: o.replicas[s] }, () => add(s))));
+  } catch (err) {
+    // One that never became ready: the others must not outlive the caller.
+    await Promise.all(replicas.splice(0).map((r) => stopService(r.proc)));
+    throw err;
+  }
   return {
     replicas,
     stopped,
