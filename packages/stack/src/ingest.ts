@@ -3,7 +3,7 @@ import { createPrisma, type PrismaClient } from "@mailroom/db";
 import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
 import { createIngestServer, type IngestOptions } from "@mailroom/smtp-ingest";
-import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import { createTestEnv, HARNESS_POOL_WAIT_MS, type TestEnv } from "@mailroom/testing";
 
 export type Ingest = {
   port: number;
@@ -23,7 +23,7 @@ export type IngestEnv = {
 /** A fresh database and Redis prefix, and ingest servers on ephemeral ports wired as main.ts wires them. */
 export async function ingestEnv(): Promise<IngestEnv> {
   const env = await createTestEnv();
-  const prisma = createPrisma(env.databaseUrl, { max: 4 });
+  const prisma = createPrisma(env.databaseUrl, { max: 4, connectionTimeoutMillis: HARNESS_POOL_WAIT_MS });
   const redis = createRedis(env.redisUrl, "producer");
   const queue = createQueue("inbound", { connection: redis, prefix: env.redisPrefix });
   const started: Ingest[] = [];

@@ -10,7 +10,7 @@ import { createRedisConnections, type TypedQueue } from "@mailroom/queues";
 import { type DnsResolve, loadRuleEngineEnv, startRuleEngineService } from "@mailroom/rule-engine";
 import { loadIngestEnv, type RouteCache, startIngestService } from "@mailroom/smtp-ingest";
 import type { S3Settings } from "@mailroom/storage";
-import { createTestEnv, type TestEnv } from "@mailroom/testing";
+import { createTestEnv, HARNESS_POOL_WAIT_MS, type TestEnv } from "@mailroom/testing";
 import { loadDispatcherEnv, startDispatcherService } from "@mailroom/webhook-dispatcher";
 
 export type Stack = {
@@ -131,7 +131,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 function openShared(env: TestEnv) {
   const logLevel = process.env.TEST_LOG_LEVEL ?? "silent";
   const logger = createLogger("test", logLevel);
-  const prisma = createPrisma(env.databaseUrl, { max: 5 });
+  const prisma = createPrisma(env.databaseUrl, { max: 5, connectionTimeoutMillis: HARNESS_POOL_WAIT_MS });
   const redisConnections = createRedisConnections({ url: env.redisUrl, prefix: env.redisPrefix, logger });
   const producerRedis = redisConnections.connect("producer");
   const workerRedis = redisConnections.connect("worker");

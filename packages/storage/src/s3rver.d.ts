@@ -1,5 +1,6 @@
 // s3rver ships no types; the part of its API the tests use.
 declare module "s3rver" {
+  import type { Server } from "node:http";
   import type { AddressInfo } from "node:net";
   export default class S3rver {
     constructor(options: {
@@ -11,6 +12,8 @@ declare module "s3rver" {
       configureBuckets?: { name: string; configs?: string[] }[];
     });
     run(): Promise<AddressInfo>;
+    /** The HTTP server run() started. */
+    httpServer?: Server;
     close(): Promise<void>;
   }
 }

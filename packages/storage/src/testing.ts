@@ -24,6 +24,11 @@ export async function startLocalS3(bucket = "mailroom-test"): Promise<LocalS3> {
     configureBuckets: [{ name: bucket }],
   });
   const { port } = await server.run();
+  // Idle keep-alive connections are left for the client to close. With Node's 5 s default the
+  // server may close one just as a client sends its next request on it (fetch then fails with
+  // ECONNRESET: seen under load, where the gap between two requests of a test reaches 5 s).
+  // Clients follow the Keep-Alive timeout the server announces, so they now close first.
+  if (server.httpServer) server.httpServer.keepAliveTimeout = 120_000;
   const endpoint = `http://127.0.0.1:${port}`;
   return {
     endpoint,

@@ -19,6 +19,16 @@ export type TestEnv = {
 };
 
 /**
+ * How long a test harness's shared Postgres pool (the in-process stack's, the ingest pipeline's,
+ * the dispatcher harness's) lets a query wait for a connection. Production's 5 s makes a dead
+ * Postgres fail fast; these pools only ever talk to the shared server, which is never stopped,
+ * and a handful of connections serve every in-process service and the test's own seeding at
+ * once: on a loaded machine a burst (30 seeded emails beside the API's requests) waited past 5 s
+ * for a free connection and failed with "timeout exceeded when trying to connect".
+ */
+export const HARNESS_POOL_WAIT_MS = 60_000;
+
+/**
  * A fresh database (a clone of the migrated template) and a private Redis prefix for one test file.
  * Call it in `beforeAll`.
  */

@@ -8,6 +8,7 @@ import { createLogger } from "@mailroom/log";
 import { createQueue, createRedis, type Redis, type TypedQueue } from "@mailroom/queues";
 import {
   createTestEnv,
+  HARNESS_POOL_WAIT_MS,
   type Receiver,
   type Reply,
   type Seeded,
@@ -35,7 +36,7 @@ export type Harness = {
 
 export async function startHarness(): Promise<Harness> {
   const env = await createTestEnv();
-  const prisma = createPrisma(env.databaseUrl, { max: 5 });
+  const prisma = createPrisma(env.databaseUrl, { max: 5, connectionTimeoutMillis: HARNESS_POOL_WAIT_MS });
   const worker = createRedis(env.redisUrl, "worker");
   const producer = createRedis(env.redisUrl, "worker");
   const queue = createQueue("delivery", { connection: producer, prefix: env.redisPrefix });
