@@ -77,7 +77,8 @@ export async function startPipeline(
           if (rows.length === 0) return (await t.prisma.spooledMessage.count({ where: { id: spoolId } })) ? null : rows;
           return rows.every((r) => r.status !== "pending" && r.status !== "storing") ? rows : null;
         },
-        { what: `spool ${spoolId} processed`, timeoutMs: 30_000 },
+        // A last guard, not an expectation of speed: a 25 MB message took over 30 s at load 25.
+        { what: `spool ${spoolId} processed`, timeoutMs: 90_000 },
       ),
     async stop() {
       await engine?.close();

@@ -241,7 +241,7 @@ describe("rule engine processing", () => {
       SELECT a.size, octet_length(a.content)::int AS bytes, a.stored, a.filename
       FROM attachments a JOIN emails e ON e.id = a."emailId" WHERE e."spoolId" = ${r.spoolId!}`;
     expect(row).toEqual({ size, bytes: size, stored: true, filename: "big.zip" });
-  });
+  }, 300_000);
 
   it("a crash between storing the email and writing its attachment bytes is finished by a re-run or the sweeper", async () => {
     const raw = mimeWithAttachment({
