@@ -2,10 +2,10 @@ import { AppError } from "@mailroom/core";
 import type { Redis } from "@mailroom/queues";
 import { type Request, type RequestHandler, type Response, Router } from "express";
 import { addressGroup, type ProxyTrust } from "../lib/client-address.ts";
-import { accountOf, parse } from "../lib/http.ts";
+import { accountOf } from "../lib/http.ts";
 import { jsonBody } from "../lib/json-body.ts";
 import { type RateLimitConfig, rateLimitMiddleware } from "../lib/rate-limit.ts";
-import type { Method } from "../lib/route.ts";
+import { type Method, mountRoutes, type Route, route } from "../lib/route.ts";
 import { refuseUnstorableText } from "../lib/storable-text.ts";
 import { createKey, createKeyBody, listKeys, revokeKey } from "../ops/api-keys.ts";
 import type { OpsContext } from "../ops/context.ts";
@@ -92,13 +92,6 @@ const memberRoutes: ConsoleRoute[] = [
     },
   },
   {
-    method: "GET",
-    path: "/overview",
-    handle: async ({ ctx }, req, res) => {
-      res.json(await getOverview(ctx, accountOf(req)));
-    },
-  },
-  {
     // The message view's frame: the sanitized HTML part as a document of its own (mail-html.ts).
     method: "GET",
     path: "/emails/:id/html",
@@ -113,53 +106,66 @@ const memberRoutes: ConsoleRoute[] = [
       res.type("html").send(typeof clean === "string" ? notShownDocument(clean) : mailFrameDocument(clean.html));
     },
   },
-  {
+];
+
+const tag = "Console";
+const deleted = { 204: { description: "Deleted" } };
+
+/**
+ * The member's account: declared as the REST routes are (account, validated body, declared status),
+ * but served only here and left out of the OpenAPI document.
+ */
+const accountRoutes: Route[] = [
+  route({
+    method: "GET",
+    path: "/overview",
+    doc: { tag, summary: "The account, its usage and today's mail", responses: { 200: { description: "Overview" } } },
+    handle: (ctx, { account }) => getOverview(ctx, account),
+  }),
+  route({
     method: "GET",
     path: "/api-keys",
-    handle: async ({ ctx }, req, res) => {
-      res.json(await listKeys(ctx, accountOf(req)));
-    },
-  },
-  {
+    doc: { tag, summary: "The account's API keys", responses: { 200: { description: "Keys, without secrets" } } },
+    handle: (ctx, { account }) => listKeys(ctx, account),
+  }),
+  route({
     method: "POST",
     path: "/api-keys",
-    handle: async ({ ctx }, req, res) => {
-      res.status(201).json(await createKey(ctx, accountOf(req), parse(createKeyBody, req.body)));
-    },
-  },
-  {
+    doc: { tag, summary: "New API key", body: createKeyBody, responses: { 201: { description: "Key, secret once" } } },
+    handle: (ctx, { account, body }) => createKey(ctx, account, body),
+  }),
+  route({
     method: "DELETE",
     path: "/api-keys/:id",
-    handle: async ({ ctx }, req, res) => {
-      res.json(await revokeKey(ctx, accountOf(req), String(req.params.id)));
-    },
-  },
-  {
+    doc: { tag, summary: "Revoke an API key", responses: { 200: { description: "The revoked key" } } },
+    handle: (ctx, { account, params }) => revokeKey(ctx, account, String(params.id)),
+  }),
+  route({
     method: "GET",
     path: "/members",
-    handle: async ({ ctx }, req, res) => {
-      res.json(await listMembersOf(ctx, accountOf(req), req.member?.memberId));
-    },
-  },
-  {
+    doc: { tag, summary: "Members and open invitations", responses: { 200: { description: "Members" } } },
+    handle: (ctx, { req, account }) => listMembersOf(ctx, account, req.member?.memberId),
+  }),
+  route({
     method: "POST",
     path: "/members",
-    handle: async ({ ctx }, req, res) => {
-      res.status(201).json(await inviteMember(ctx, accountOf(req), parse(inviteBody, req.body)));
-    },
-  },
-  {
+    doc: { tag, summary: "Invite a member", body: inviteBody, responses: { 201: { description: "Invitation" } } },
+    handle: (ctx, { account, body }) => inviteMember(ctx, account, body),
+  }),
+  route({
     method: "DELETE",
     path: "/members/:id",
-    handle: async ({ ctx }, req, res) => {
-      await removeMemberOf(ctx, accountOf(req), String(req.params.id));
-      res.status(204).end();
-    },
-  },
+    doc: { tag, summary: "Remove a member", responses: deleted },
+    handle: (ctx, { account, params }) => removeMemberOf(ctx, account, String(params.id)),
+  }),
 ];
 
 /** The console's own routes, in the order they are registered (the /api/v1 table follows them). */
-export const consoleOwnRoutes: readonly Pick<ConsoleRoute, "method" | "path">[] = [...anonymousRoutes, ...memberRoutes];
+export const consoleOwnRoutes: readonly Pick<ConsoleRoute, "method" | "path">[] = [
+  ...anonymousRoutes,
+  ...memberRoutes,
+  ...accountRoutes,
+].map(({ method, path }) => ({ method, path }));
 
 /** Sign-in and set-password bodies are a few hundred bytes; nothing bigger is read without a session. */
 const ANONYMOUS_BODY_LIMIT = "16kb";
@@ -196,6 +202,7 @@ export function consoleApiRouter(deps: ConsoleDeps): Router {
     refuseUnstorableText,
   );
   mount(r, env, memberRoutes);
+  mountRoutes(r, deps.ctx, accountRoutes);
   r.use(v1Router(deps.ctx));
   r.use((req, _res, next) => {
     next(new AppError("not_found", `No route for ${req.method} ${req.originalUrl.split("?", 1)[0]}`));
