@@ -147,15 +147,19 @@ try {
       ["id", "accountId", "emailId", "endpointId", "maxAttempts"],
       ids.map((id, k) => {
         const e = ep(from + k);
+        endpointOf.set(id, e.id);
         return [id, e.owner.accountId, `em_bench${(from + k).toString(36).padStart(10, "0")}`, e.id, 5];
       }),
     );
     return ids;
   }
+  /** Each delivery's endpoint: its job names it, as the rule engine's do. */
+  const endpointOf = new Map<string, string>();
+  const queueAttempt = (id: string) => enqueueAttempt(queue, id, 1, new Date(), endpointOf.get(id));
   const good = { id: goodEp, owner: main };
   const enqueue = async (ids: string[]) => {
     for (let k = 0; k < ids.length; k += 200) {
-      await Promise.all(ids.slice(k, k + 200).map((id) => enqueueAttempt(queue, id, 1, new Date())));
+      await Promise.all(ids.slice(k, k + 200).map(queueAttempt));
     }
   };
   const rateOf = (r: Receiver) => {
@@ -231,7 +235,7 @@ try {
       const wait = t0 + (k * 1000) / paced - Date.now();
       if (wait > 0) await new Promise((res) => setTimeout(res, wait));
       queuedAt.set(id, Date.now());
-      await enqueueAttempt(queue, id, 1, new Date());
+      await queueAttempt(id);
     }
     await waitFor(healthy, count);
     const ms = healthy.requests.map((q) => {

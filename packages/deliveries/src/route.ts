@@ -6,6 +6,9 @@ import { enqueue, type TypedQueue } from "@mailroom/queues";
  */
 export type DeliveryQueues = { delivery?: TypedQueue<"delivery">; forward?: TypedQueue<"forward"> };
 
+/** Tags the ids of jobs let in from an endpoint's line (unique within a process, with the time). */
+let lineSeq = Date.now();
+
 /** Which queue a delivery's jobs go to, by its endpoint's type. */
 export const queueKeyFor = (endpointType: string): "delivery" | "forward" =>
   endpointType === "email" ? "forward" : "delivery";
@@ -17,19 +20,25 @@ export const queueKeyFor = (endpointType: string): "delivery" | "forward" =>
  */
 export function enqueueDeliveryAttempt(
   queues: DeliveryQueues,
-  d: { id: string; endpointType: string },
+  d: { id: string; endpointType: string; endpointId?: string },
   n: number,
   at: Date = new Date(),
+  /**
+   * A job let in from its endpoint's line: ahead of every job waiting in the queue (it waited its
+   * turn already), and under an id of its own (`<deliveryId>-<tag>.<n>`; BullMQ refuses `:` in ids), since the job that put it
+   * in the line may still be finishing under `<deliveryId>.<n>` (an add under that id would be a no-op).
+   */
+  front = false,
 ) {
   const key = queueKeyFor(d.endpointType);
   const queue = queues[key];
   if (!queue) throw new Error(`no ${key} queue to queue delivery ${d.id} to (a ${d.endpointType} destination)`);
-  return enqueue(
-    queue,
-    key,
-    { deliveryId: d.id },
-    { jobId: `${d.id}.${n}`, delay: Math.max(0, at.getTime() - Date.now()) },
-  );
+  // The endpoint rides along on HTTP jobs: the dispatcher can tell a busy or failing endpoint without a claim.
+  const payload =
+    key === "delivery" && d.endpointId ? { deliveryId: d.id, endpointId: d.endpointId } : { deliveryId: d.id };
+  const delay = Math.max(0, at.getTime() - Date.now());
+  const jobId = front ? `${d.id}-${(lineSeq++).toString(36)}.${n}` : `${d.id}.${n}`;
+  return enqueue(queue, key, payload, { jobId, delay, ...(front ? { lifo: true } : {}) });
 }
 
 /** The attempt number in a job id `<deliveryId>.<n>`, or undefined for any other id. */

@@ -54,7 +54,8 @@ export async function sweepOverdueDeliveries(
   const endpointType = email ? "email" : "webhook";
   const queue = queues[queueKeyFor(endpointType)];
   if (!queue) throw new Error(`no ${queueKeyFor(endpointType)} queue to sweep`);
-  const requeue = (id: string, n: number) => enqueueDeliveryAttempt(queues, { id, endpointType }, n, now);
+  const requeue = (id: string, n: number, endpointId: string) =>
+    enqueueDeliveryAttempt(queues, { id, endpointType, endpointId }, n, now);
   const before = new Date(now.getTime() - graceMs);
   const { rows: due } = await poolOf(prisma).query<{ id: string; attemptCount: number; endpointId: string }>({
     name: "deliveries-overdue",
@@ -74,12 +75,12 @@ export async function sweepOverdueDeliveries(
       } else if (state === "completed") {
         // The job ran but left the attempt unmade (endpoint was paused then): start it afresh.
         await job.remove();
-        await requeue(d.id, n);
+        await requeue(d.id, n, d.endpointId);
         requeued++;
       }
       continue;
     }
-    await requeue(d.id, n);
+    await requeue(d.id, n, d.endpointId);
     requeued++;
   }
   if (requeued) logger.warn({ requeued }, "re-queued overdue deliveries whose jobs were missing");

@@ -32,10 +32,16 @@ export const catalog = {
     schema: z.object({ spoolRecipientId: z.string().startsWith("rcp_") }).strict(),
     defaultJobOptions: JOB_OPTIONS,
   },
-  /** One job per delivery attempt to an HTTP destination (webhook, Slack, Discord). jobId = `<deliveryId>.<attemptNumber>`. */
+  /**
+   * One job per delivery attempt to an HTTP destination (webhook, Slack, Discord). jobId =
+   * `<deliveryId>.<attemptNumber>`. `endpointId` (when the sender knows it) lets the dispatcher see
+   * that the endpoint is busy or failing without claiming the delivery first.
+   */
   delivery: {
     name: "delivery",
-    schema: z.object({ deliveryId: z.string().startsWith("dlv_") }).strict(),
+    schema: z
+      .object({ deliveryId: z.string().startsWith("dlv_"), endpointId: z.string().startsWith("ep_").optional() })
+      .strict(),
     defaultJobOptions: JOB_OPTIONS,
   },
   /**

@@ -56,7 +56,7 @@ async function resumeStoring(deps: ProcessDeps, rcpt: LoadedRecipient, emailId: 
 /** The first attempt's job of each delivery, on its destination type's queue; the job id makes a repeat a no-op. */
 export async function enqueueDeliveries(
   deps: ProcessDeps,
-  deliveries: readonly { id: string; endpointType: string }[],
+  deliveries: readonly { id: string; endpointType: string; endpointId?: string }[],
 ): Promise<void> {
   const queues = { delivery: deps.deliveryQueue, ...(deps.forwardQueue ? { forward: deps.forwardQueue } : {}) };
   for (const d of deliveries) await enqueueDeliveryAttempt(queues, d, 1);

@@ -51,7 +51,12 @@ export type StoreInput = {
 
 export type StoreResult =
   /** `deliveries`: with each one's endpoint type, which picks its queue (enqueueDeliveryAttempt). */
-  | { kind: "stored"; emailId: string; deliveryIds: string[]; deliveries: { id: string; endpointType: string }[] }
+  | {
+      kind: "stored";
+      emailId: string;
+      deliveryIds: string[];
+      deliveries: { id: string; endpointType: string; endpointId: string }[];
+    }
   | { kind: "duplicate"; emailId: string }
   /** The recipient was not pending any more: another worker processed it. */
   | { kind: "claimed-elsewhere" };
@@ -164,7 +169,7 @@ SELECT (SELECT status FROM claim) AS claimed,
        (SELECT id FROM same) AS "sameId",
        (SELECT id FROM email) AS "emailId",
        COALESCE((SELECT array_agg(id) FROM dels), '{}') AS "deliveryIds",
-       COALESCE((SELECT json_agg(json_build_object('id', d.id, 'endpointType', ep.type))
+       COALESCE((SELECT json_agg(json_build_object('id', d.id, 'endpointType', ep.type, 'endpointId', d."endpointId"))
                    FROM dels d JOIN endpoints ep ON ep.id = d."endpointId"), '[]'::json) AS "deliveries"`;
 
 /**
@@ -225,7 +230,7 @@ export type StoreRow = {
   sameId: string | null;
   emailId: string | null;
   deliveryIds: string[];
-  deliveries: { id: string; endpointType: string }[];
+  deliveries: { id: string; endpointType: string; endpointId: string }[];
 };
 
 /**

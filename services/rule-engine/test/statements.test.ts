@@ -101,6 +101,7 @@ describe("statements per email", () => {
     expect(email.spoolRecipient).toMatchObject({ status: "stored", attempts: 1 });
     expect((await p.deliveryQueue.getJob(`${email.deliveries[0]!.id}.1`))?.data).toEqual({
       deliveryId: email.deliveries[0]!.id,
+      endpointId: email.deliveries[0]!.endpointId,
     });
   });
 

@@ -25,6 +25,8 @@ export type Circuit = {
   waiting(now?: number): string[];
   /** True while this process knows the endpoint's circuit to be open. */
   isOpen(endpointId: string): boolean;
+  /** True while this process knows it to be open with no probe due yet (one of `waiting()`). */
+  isWaiting(endpointId: string, now?: number): boolean;
 };
 
 export type CircuitOptions = {
@@ -164,6 +166,7 @@ export function createCircuit(opts: CircuitOptions): Circuit {
       return out;
     },
     isOpen: (endpointId) => c.open.has(endpointId),
+    isWaiting: (endpointId, now = Date.now()) => (c.open.get(endpointId) ?? 0) > now,
   };
 }
 

@@ -96,7 +96,7 @@ export async function attemptDelivery(
     deps.onAttemptDone?.(c.d.endpointId);
     const settle = () =>
       settleAttempt(
-        { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at) },
+        { ...deps, store, requeue: (id, n, at) => enqueueAttempt(deps.queue, id, n, at, c.d.endpointId) },
         c.d,
         made,
         released,
@@ -241,6 +241,14 @@ async function acquireOrUnclaim(deps: DispatchDeps, d: ClaimedDelivery, holder: 
 }
 
 /** The job of attempt `n` of an HTTP delivery (enqueueDeliveryAttempt: the `delivery` queue). */
-export function enqueueAttempt(queue: TypedQueue<"delivery">, deliveryId: string, n: number, at: Date) {
-  return enqueueDeliveryAttempt({ delivery: queue }, { id: deliveryId, endpointType: "webhook" }, n, at);
+export function enqueueAttempt(
+  queue: TypedQueue<"delivery">,
+  deliveryId: string,
+  n: number,
+  at: Date,
+  endpointId?: string,
+  front = false,
+) {
+  const d = { id: deliveryId, endpointType: "webhook", ...(endpointId ? { endpointId } : {}) };
+  return enqueueDeliveryAttempt({ delivery: queue }, d, n, at, front);
 }

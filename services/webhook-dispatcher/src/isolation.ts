@@ -21,40 +21,81 @@ import type { Redis } from "@mailroom/queues";
 export type HeldLines = {
   /** Puts the job in its endpoint's line (the row stays due). */
   hold(endpointId: string, jobId: string): Promise<void>;
-  /** The first job id of the endpoint's line, taken out of it; null when this process knows of none. */
-  next(endpointId: string): Promise<string | null>;
+  /**
+   * Up to `count` job ids from the front of the endpoint's line, taken out of it. Asked after every
+   * attempt (one `ZPOPMIN`): any process's line, whoever filled it.
+   */
+  next(endpointId: string, count: number): Promise<string[]>;
   /** Forgets the endpoint's line (its deliveries were all queued again). */
   clear(endpointId: string): Promise<void>;
-  /** True if the job waits in the endpoint's line (the sweeper leaves it there). */
-  has(endpointId: string, jobId: string): Promise<boolean>;
+  /**
+   * True if the job joined the endpoint's line less than `maxAgeMs` ago (the sweeper leaves it
+   * there); an older one may be stranded (no attempt left anywhere to let it in) and is queued again.
+   */
+  has(endpointId: string, jobId: string, maxAgeMs: number): Promise<boolean>;
+  /**
+   * Endpoints whose line has jobs while none of the endpoint's slots is held by anyone (every
+   * replica's attempts finished, so nobody will let them in): for a periodic look.
+   */
+  stranded(): Promise<string[]>;
+  /**
+   * Jobs this process let in from the endpoint's line in the last second that have not started here
+   * (another process may have taken them: after a second they no longer count).
+   */
+  incoming(endpointId: string): number;
+  /** A job of the endpoint started here (one fewer incoming). */
+  arrived(endpointId: string): void;
 };
+
+/** How long a job let in from a line counts as on its way here. */
+const INCOMING_MS = 1_000;
 
 export function createHeldLines(redis: Redis, prefix: string): HeldLines {
   const key = (endpointId: string) => `${prefix}:endpoint-held:${endpointId}`;
-  /** Endpoints whose line this process put jobs in and has not yet seen empty. */
-  const known = new Set<string>();
+  /** When each job let in from an endpoint's line was let in (ms), oldest first. */
+  const coming = new Map<string, number[]>();
+  const recent = (endpointId: string) => {
+    const times = coming.get(endpointId);
+    if (!times) return [];
+    const since = Date.now() - INCOMING_MS;
+    while (times.length > 0 && (times[0] as number) < since) times.shift();
+    if (times.length === 0) coming.delete(endpointId);
+    return times;
+  };
   return {
-    async hold(endpointId, jobId) {
-      known.add(endpointId);
-      // NX: a job back in line keeps its place.
-      await redis.zadd(key(endpointId), "NX", Date.now(), jobId);
+    incoming: (endpointId) => recent(endpointId).length,
+    arrived(endpointId) {
+      recent(endpointId).shift();
     },
-    async next(endpointId) {
-      if (!known.has(endpointId)) return null;
-      const popped = await redis.zpopmin(key(endpointId), 1);
-      const jobId = popped[0];
-      if (jobId === undefined) known.delete(endpointId);
-      return jobId ?? null;
+    async hold(endpointId, jobId) {
+      await redis.sadd(`${prefix}:endpoint-lines`, endpointId);
+      // Scored by when it (last) joined: the sweeper tells a stranded one by its age.
+      await redis.zadd(key(endpointId), Date.now(), jobId);
+    },
+    async next(endpointId, count) {
+      // [member, score, member, score, …]
+      const popped = (await redis.zpopmin(key(endpointId), count)).filter((_, i) => i % 2 === 0);
+      if (popped.length > 0) coming.set(endpointId, [...recent(endpointId), ...popped.map(() => Date.now())]);
+      return popped;
     },
     async clear(endpointId) {
-      known.delete(endpointId);
       await redis.del(key(endpointId));
     },
-    async has(endpointId, jobId) {
-      if ((await redis.zscore(key(endpointId), jobId)) === null) return false;
-      // Another process's line: this one lets its jobs in too from now on.
-      known.add(endpointId);
-      return true;
+    async stranded() {
+      const out: string[] = [];
+      for (const id of await redis.smembers(`${prefix}:endpoint-lines`)) {
+        if ((await redis.zcard(key(id))) === 0) {
+          await redis.srem(`${prefix}:endpoint-lines`, id);
+          continue;
+        }
+        const busy = await redis.zcount(`${prefix}:endpoint-slots:${id}`, Date.now(), "+inf");
+        if (busy === 0) out.push(id);
+      }
+      return out;
+    },
+    async has(endpointId, jobId, maxAgeMs) {
+      const since = await redis.zscore(key(endpointId), jobId);
+      return since !== null && Number(since) >= Date.now() - maxAgeMs;
     },
   };
 }

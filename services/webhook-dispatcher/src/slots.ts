@@ -91,6 +91,10 @@ export function createEndpointSlots(redis: Redis, opts: { prefix: string; limit:
 export type LocalSlots = Required<EndpointSlots> & {
   /** True when a job for this endpoint would neither get a slot nor a place to wait here. */
   saturated(endpointId: string): boolean;
+  /** How many more jobs for this endpoint would get a slot or a place to wait here now. */
+  room(endpointId: string): number;
+  /** Slots of the endpoint this process holds now (attempts in flight here). */
+  holding(endpointId: string): number;
 };
 
 export type LocalSlotsOptions = {
@@ -220,6 +224,12 @@ export function createLocalSlots(
     saturated(endpointId) {
       const l = c.locals.get(endpointId);
       return !!l && full(endpointId, l);
+    },
+    holding: (endpointId) => c.locals.get(endpointId)?.held.size ?? 0,
+    room(endpointId) {
+      const l = c.locals.get(endpointId);
+      const slots = opts.limit - (l?.held.size ?? 0);
+      return Math.max(0, slots) + Math.max(0, c.maxWaiters(endpointId) - (l?.waiters.length ?? 0));
     },
     busyEndpoints() {
       const out: string[] = [];

@@ -13,6 +13,7 @@ import {
 } from "./dispatch.ts";
 import { type EndpointLimitOptions, endpointLimits } from "./endpoint-limits.ts";
 import { createDetacher, createHeldLines, DETACHED, type Detacher, type HeldLines } from "./isolation.ts";
+import type { LocalSlots } from "./slots.ts";
 
 export type Dispatcher = { worker: Worker; sweep(): Promise<number>; close(): Promise<void> };
 
@@ -58,15 +59,18 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   });
   const held = createHeldLines(opts.slotsRedis ?? opts.connection, opts.prefix);
   const detacher = createDetacher({ afterMs: opts.detachAfterMs ?? 1_000, max: opts.maxDetached ?? 512 });
+  const line = lineHooks(opts, circuit, held, limits.slots);
   const deps: DispatchDeps = {
     ...opts,
     slots: limits.pacedSlots,
     store,
     circuit,
-    ...lineHooks(opts, circuit, held),
+    onRecovered: line.onRecovered,
+    onAttemptDone: line.onAttemptDone,
     ...(events ? { events: events.publish } : {}),
   };
-  const worker = createWorker("delivery", deliveryJob(opts, deps, { held, detacher }), {
+  const x = { held, detacher, slots: limits.slots, circuit, hold: line.hold };
+  const worker = createWorker("delivery", deliveryJob(opts, deps, x), {
     connection: opts.connection,
     prefix: opts.prefix,
     concurrency: opts.concurrency,
@@ -77,12 +81,14 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   worker.on("error", (err) => dependencyErrors(opts.logger).report("redis", err, { source: "delivery worker" }));
 
   const sweeper = startSweeper(opts, held, events?.publish);
+  const lines = startLineCheck(opts, held, circuit, line.letIn);
   return {
     worker,
     sweep: sweeper.runOnce,
     async close() {
       // The schedule stops at once; a sweep in flight is awaited once the worker is closed.
       const sweepStopped = sweeper.close();
+      await lines.close();
       await drainWorker(worker, opts.drainMs ?? DEFAULT_DRAIN_MS, opts.logger);
       await detacher.settled();
       await sweepStopped;
@@ -95,7 +101,11 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
  * The handler of one `delivery` job: one attempt (which may go on after the job, isolation.ts), or
  * the job into its endpoint's line (busy), or moved to when the row is due (early).
  */
-function deliveryJob(opts: DispatcherOptions, deps: DispatchDeps, x: { held: HeldLines; detacher: Detacher }) {
+function deliveryJob(
+  opts: DispatcherOptions,
+  deps: DispatchDeps,
+  x: { held: HeldLines; detacher: Detacher; slots: LocalSlots; circuit: Circuit; hold: Hold },
+) {
   const report = (r: AttemptOutcome, deliveryId: string, jobId: string | undefined, started: bigint) => {
     if (r.outcome === "delivered" || r.outcome === "retrying" || r.outcome === "dead") {
       opts.metrics?.attempt("webhook", r.outcome, secondsSince(started));
@@ -105,7 +115,13 @@ function deliveryJob(opts: DispatcherOptions, deps: DispatchDeps, x: { held: Hel
       opts.logger[r.outcome === "dead" ? "warn" : "info"]({ deliveryId, jobId, ...r }, "delivery attempt");
     }
   };
-  return async ({ deliveryId }: { deliveryId: string }, job: Job) => {
+  return async ({ deliveryId, endpointId }: { deliveryId: string; endpointId?: string | undefined }, job: Job) => {
+    if (endpointId) x.held.arrived(endpointId);
+    // A job that names its endpoint learns without a claim that it has to wait: the row stays due.
+    if (endpointId && x.circuit.isWaiting(endpointId)) return;
+    // In the line under `<deliveryId>.<n>` whatever this job's own id.
+    const lineId = `${deliveryId}.${attemptOfJobId(job.id) ?? 1}`;
+    if (endpointId && x.slots.saturated(endpointId)) return x.hold(endpointId, lineId);
     const started = process.hrtime.bigint();
     let sending = () => {};
     const sent = new Promise<void>((resolve) => {
@@ -125,7 +141,7 @@ function deliveryJob(opts: DispatcherOptions, deps: DispatchDeps, x: { held: Hel
     // The request is still open: the attempt goes on (its claim's lease covers it), the job is done.
     if (r === DETACHED) return;
     // No slot free nor a place to wait here: the job waits in its endpoint's line, the row stays due.
-    if (r.outcome === "busy") return x.held.hold(r.endpointId, job.id ?? `${deliveryId}.1`);
+    if (r.outcome === "busy") return x.hold(r.endpointId, lineId);
     // The row stays due and waits for its endpoint's circuit: this job is done, nothing comes back.
     if (r.outcome === "waiting") return;
     if (r.outcome === "early") {
@@ -145,7 +161,7 @@ function startSweeper(opts: DispatcherOptions, held: HeldLines, publish: EventPu
       return sweepOverdueDeliveries(opts.prisma, { delivery: opts.queue }, opts.logger, {
         graceMs: opts.sweepGraceMs,
         // A job waiting in its endpoint's line is not lost.
-        waiting: (endpointId, jobId) => held.has(endpointId, jobId),
+        waiting: (endpointId, jobId) => held.has(endpointId, jobId, opts.sweepGraceMs ?? 30_000),
       });
     },
     intervalMs: opts.sweepIntervalMs ?? 30_000,
@@ -157,28 +173,70 @@ function startSweeper(opts: DispatcherOptions, held: HeldLines, publish: EventPu
  * An endpoint's line moves as its attempts finish (not while its circuit is open: a job let in
  * would only wait again); a closed circuit queues everything that waited.
  */
-function lineHooks(opts: DispatcherOptions, circuit: Circuit, held: HeldLines) {
+function lineHooks(opts: DispatcherOptions, circuit: Circuit, held: HeldLines, slots: LocalSlots) {
+  const letIn = (endpointId: string) =>
+    void letNextIn(opts, held, endpointId, slots.room(endpointId)).catch((err) =>
+      opts.logger.warn({ endpointId, err: (err as Error).message }, "endpoint line"),
+    );
   return {
+    letIn,
     onRecovered: async (endpointId: string) => {
       await held.clear(endpointId);
       await releaseWaiting(opts, endpointId);
     },
     onAttemptDone: (endpointId: string) => {
       if (circuit.isOpen(endpointId)) return;
-      void letNextIn(opts, held, endpointId).catch((err) =>
-        opts.logger.warn({ endpointId, err: (err as Error).message }, "endpoint line"),
-      );
+      letIn(endpointId);
+    },
+    /**
+     * Into the line; if the attempts in flight here when it was decided finished meanwhile (their
+     * let-in may have found the line empty), let the first one in at once. With none in flight here
+     * (another process holds the slots) that process's attempts let it in.
+     */
+    hold: async (endpointId: string, jobId: string) => {
+      const inFlight = slots.holding(endpointId) > 0;
+      await held.hold(endpointId, jobId);
+      if (inFlight && slots.holding(endpointId) === 0 && !circuit.isOpen(endpointId)) letIn(endpointId);
     },
   };
 }
 
-/** An attempt to the endpoint finished: the first job of its line (if any) is queued again. */
-async function letNextIn(opts: DispatcherOptions, held: HeldLines, endpointId: string): Promise<void> {
-  const jobId = await held.next(endpointId);
-  if (!jobId) return;
-  const n = attemptOfJobId(jobId) ?? 1;
-  await enqueueAttempt(opts.queue, jobId.slice(0, jobId.lastIndexOf(".")), n, new Date());
+type Hold = (endpointId: string, jobId: string) => Promise<void>;
+
+/**
+ * An attempt to the endpoint finished: as many jobs from the front of its line as the endpoint has
+ * room for here (a free slot or a place in the waiting line; at least the one this attempt freed)
+ * are queued again. A fast endpoint's line refills its pipeline; a hanging one's lets one in per
+ * attempt that ends.
+ */
+async function letNextIn(opts: DispatcherOptions, held: HeldLines, endpointId: string, room: number): Promise<void> {
+  // Jobs already let in and not started yet take their places; the slot this attempt freed is one.
+  const jobIds = await held.next(endpointId, Math.max(1, room - held.incoming(endpointId)));
+  await Promise.all(
+    jobIds.map((jobId) => {
+      const n = attemptOfJobId(jobId) ?? 1;
+      // To the front: it waited its turn in the line already, not again behind the whole queue.
+      return enqueueAttempt(opts.queue, jobId.slice(0, jobId.lastIndexOf(".")), n, new Date(), endpointId, true);
+    }),
+  );
 }
+
+/**
+ * A line whose endpoint has no attempt in flight anywhere (its last one finished before a job
+ * joined) is let in here; the sweeper's age check is the slower net.
+ */
+function startLineCheck(opts: DispatcherOptions, held: HeldLines, circuit: Circuit, letIn: (id: string) => void) {
+  return startPeriodic({
+    run: async () => {
+      for (const endpointId of await held.stranded()) if (!circuit.isOpen(endpointId)) letIn(endpointId);
+    },
+    intervalMs: LINE_CHECK_MS,
+    onError: (err) => opts.logger.warn({ err: (err as Error).message }, "endpoint lines check failed"),
+  });
+}
+
+/** How often this process looks for lines nobody serves (isolation.ts stranded). */
+const LINE_CHECK_MS = 1_000;
 
 /** Five days, as Svix waits before it turns a failing endpoint off (ENDPOINT_DISABLE_AFTER_MS). */
 const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
@@ -191,7 +249,7 @@ async function releaseWaiting(opts: DispatcherOptions, endpointId: string): Prom
   let after = "";
   for (;;) {
     const page = await dueDeliveries(opts.prisma, endpointId, after, RELEASE_PAGE);
-    await Promise.all(page.map((d) => enqueueAttempt(opts.queue, d.id, d.attemptCount + 1, new Date())));
+    await Promise.all(page.map((d) => enqueueAttempt(opts.queue, d.id, d.attemptCount + 1, new Date(), endpointId)));
     if (page.length < RELEASE_PAGE) return;
     after = page[page.length - 1]?.id ?? after;
   }
