@@ -39,6 +39,9 @@ export type TableName = keyof Tables;
 export type Row<T extends TableName> = Tables[T];
 export type Column<T extends TableName> = keyof Tables[T] & string;
 
+/** A row from the outer side of a LEFT JOIN: every column may be null. */
+export type LeftJoined<R> = { [K in keyof R]: R[K] | null };
+
 /** Each table and its model, for rows.test.ts to hold against the schema's `@@map`s. */
 export const TABLE_MODELS = {
   accounts: "Account",

@@ -5,7 +5,7 @@
  * account/domain/address existence checks, the shield-rule read and the destination lookups.
  */
 import type { Condition, RuleAction, RuleForEval } from "@mailroom/core";
-import type { Queryable } from "@mailroom/db";
+import { columnList, columns, type Queryable, type Row as TableRow } from "@mailroom/db";
 import pg from "pg";
 
 export type LoadedRecipient = {
@@ -48,21 +48,31 @@ export type LoadedRecipient = {
   rules: RuleForEval[];
 };
 
-type Row = Omit<LoadedRecipient, "spool" | "address" | "rules" | "tries" | "size" | "raw"> & {
-  size: number | null;
-  raw: Buffer | null;
-  tries: number | null;
-  mailFrom: string;
-  remoteIp: string | null;
-  helo: string | null;
-  sha256: string;
-  receivedAt: Date;
-  traceparent: string | null;
-  addressFound: boolean;
-  localPart: string | null;
-  addressEndpointId: string | null;
-  rules: (Omit<RuleForEval, "action" | "conditions"> & { action: string; conditions: unknown })[];
-};
+// The columns read as they are, checked against the schema (a renamed column fails tsc).
+const RECIPIENT = columns<"spool_recipients">()([
+  "id",
+  "spoolId",
+  "accountId",
+  "domainId",
+  "addressId",
+  "recipient",
+  "status",
+]);
+const MESSAGE = columns<"spooled_messages">()(["mailFrom", "remoteIp", "helo", "sha256", "receivedAt", "traceparent"]);
+
+type Row = Pick<TableRow<"spool_recipients">, (typeof RECIPIENT)[number]> &
+  Pick<TableRow<"spooled_messages">, (typeof MESSAGE)[number]> & {
+    size: number | null;
+    raw: Buffer | null;
+    tries: number | null;
+    accountExists: boolean;
+    domainExists: boolean;
+    catchAllEndpointId: string | null;
+    addressFound: boolean;
+    localPart: string | null;
+    addressEndpointId: string | null;
+    rules: (Omit<RuleForEval, "action" | "conditions"> & { action: string; conditions: unknown })[];
+  };
 
 /**
  * The load statement for the recipients that match `which` (a condition, on the table alias it is
@@ -73,9 +83,9 @@ const loadSql = (which: (t: string) => string, rawIf: string) => `WITH try AS (
         WHERE ${which("spool_recipients")} AND status = 'pending' AND $2::boolean
         RETURNING id, attempts
      )
-     SELECT r.id, r."spoolId", r."accountId", r."domainId", r."addressId", r.recipient, r.status,
+     SELECT ${columnList(RECIPIENT, "r")},
             (SELECT attempts FROM try WHERE try.id = r.id) AS tries,
-            s."mailFrom", s."remoteIp", s.helo, s.sha256, s."receivedAt", s.traceparent, octet_length(s.raw) AS size,
+            ${columnList(MESSAGE, "s")}, octet_length(s.raw) AS size,
             CASE WHEN r.status = 'pending' AND ${rawIf} THEN s.raw END AS raw,
             acc.id IS NOT NULL AS "accountExists",
             d.id IS NOT NULL AS "domainExists",

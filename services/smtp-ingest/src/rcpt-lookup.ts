@@ -1,27 +1,24 @@
-import { monthlyReceivedSql, type Queryable } from "@mailroom/db";
+import { columnList, columns, type LeftJoined, monthlyReceivedSql, type Queryable, type Row } from "@mailroom/db";
 
 /** What RCPT asks: a domain, the local parts to look for (the address, and without its +tag), the month. */
 export type LookupKey = { domain: string; candidates: string[]; month: string };
 
+// Columns read as they are, checked against the schema (a renamed column fails tsc).
+const DOMAIN = columns<"domains">()(["accountId", "status", "catchAllEnabled"]);
+const ADDRESS = columns<"addresses">()(["localPart", "active"]);
+
 /** The domain, its account's plan and usage, and one row per candidate address found (or one without). */
-export type LookupRow = {
-  domainId: string;
-  accountId: string;
-  status: string;
-  catchAllEnabled: boolean;
-  plan: string;
-  used: string;
-  addressId: string | null;
-  localPart: string | null;
-  active: boolean | null;
-};
+export type LookupRow = { domainId: string } & Pick<Row<"domains">, (typeof DOMAIN)[number]> &
+  Pick<Row<"accounts">, "plan"> & { used: string; addressId: string | null } & LeftJoined<
+    Pick<Row<"addresses">, (typeof ADDRESS)[number]>
+  >;
 
 export type Lookup = (key: LookupKey) => Promise<LookupRow[]>;
 
 const COLUMNS = (month: string) => `
-  d.id AS "domainId", d."accountId", d.status, d."catchAllEnabled", acc.plan,
+  d.id AS "domainId", ${columnList(DOMAIN, "d")}, acc.plan,
   ${monthlyReceivedSql('d."accountId"', month)} AS used,
-  a.id AS "addressId", a."localPart", a.active`;
+  a.id AS "addressId", ${columnList(ADDRESS, "a")}`;
 
 /** Everything RCPT needs for one recipient in one query (it was four). */
 const LOOKUP_ONE = `
