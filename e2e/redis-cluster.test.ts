@@ -143,5 +143,5 @@ describe("Redis Cluster", () => {
     });
     expect(new Set(stored.map((e) => e.subject)).size).toBe(30);
     for (const p of procs) expect(p.child.exitCode).toBeNull();
-  });
+  }, 300_000);
 });
