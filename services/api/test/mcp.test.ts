@@ -446,6 +446,34 @@ describe("MCP over Streamable HTTP (/mcp)", () => {
     expect(await fails(mcpA, "drop_database")).toMatch(/Tool drop_database not found/);
   });
 
+  it("every tool that takes a body refuses what its REST route refuses, with the REST message", async () => {
+    // The SDK checks each field's type before `run` and words it "… <message> at <path>"; the rules
+    // across fields and the service's own checks come from the tool's `run`. Both must match REST.
+    const asRestError = (text: string) => {
+      const m = /^MCP error -32602: Input validation error: Invalid arguments for tool \w+: (.*) at (\S+)$/.exec(text);
+      return m ? `${(m[2] as string).replace(/\[(\d+)\]/g, ".$1")}: ${m[1]}` : text;
+    };
+    const from = "support@mcp-example.com";
+    const cases: [string, string, Record<string, unknown>, Record<string, unknown>?][] = [
+      ["send_email", "/emails", { from, to: "x@y.example", subject: "no body" }],
+      ["send_email", "/emails", { from, to: "x@y.example", subject: "s", text: "", html: "" }],
+      ["send_email", "/emails", { from, to: "x@y.example", subject: "s", text: "t", attachments: [{}] }],
+      ["reply_to_email", "/emails/em_none/reply", { replyAll: true }, { id: "em_none" }],
+      ["create_inbox", "/addresses", { domainId: ids.domain, localPart: "has space" }],
+      ["create_shield_rule", "/shield-rules", { name: "x", action: "block", conditions: [] }],
+      ["retry_deliveries", "/deliveries/retry", { endpointId: "nope" }],
+    ];
+    for (const [tool, path, body, extra] of cases) {
+      const r = await a.api("POST", `/api/v1${path}`, body);
+      expect(r.status).toBe(400);
+      expect([tool, body, asRestError(await fails(mcpA, tool, { ...extra, ...body }))]).toEqual([
+        tool,
+        body,
+        r.body.error,
+      ]);
+    }
+  });
+
   it("answers other methods on /mcp with 405 (stateless: no stream, no session)", async () => {
     const r = await fetch(`${stack.apiUrl}/mcp`, { headers: { authorization: `Bearer ${a.key}` } });
     expect(r.status).toBe(405);

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { waitForEmail, waitForEmailInput } from "../events/wait.ts";
+import { parse } from "../lib/http.ts";
 import { idempotencyKeyOf } from "../lib/idempotency.ts";
 import { replySchema, replyToEmail, sendEmail, sendSchema } from "../ops/outbound.ts";
 import { readTool, type ToolDef, writeTool } from "./tool.ts";
@@ -17,8 +18,9 @@ const idempotencyKey = z
       "24 hours returns the first result and sends nothing more; with different arguments it is refused",
   );
 
-// The REST body's fields as the tool's arguments (same field schemas, same messages). Rules across
-// fields (text or html required) are checked by the service layer, exactly as for REST.
+// The REST body's fields as the tool's arguments (same field schemas, same messages). Spreading the
+// shape drops the body schema's rules across fields (text or html required), so `run` parses the
+// body with the REST schema itself: the same check and the same message as POST /emails.
 const sendInput = z.object({ ...sendSchema.shape, idempotencyKey }).strict();
 const replyInput = z
   .object({
@@ -27,6 +29,8 @@ const replyInput = z
     idempotencyKey,
   })
   .strict();
+
+const keyOf = (key: string | undefined) => (key === undefined ? null : idempotencyKeyOf(key));
 
 const ATTACHMENTS =
   "Attachments: `{ filename, contentType?, content }` with base64 content, or `{ emailId, index }` to attach " +
@@ -44,7 +48,7 @@ export const mailTools: ToolDef[] = [
     destructive: false,
     idempotent: false,
     run: async (ctx, accountId, { idempotencyKey: key, ...body }) =>
-      (await sendEmail(ctx, accountId, body, key === undefined ? null : idempotencyKeyOf(key))).body as object,
+      (await sendEmail(ctx, accountId, parse(sendSchema, body), keyOf(key))).body as object,
   }),
   writeTool({
     name: "reply_to_email",
@@ -58,7 +62,7 @@ export const mailTools: ToolDef[] = [
     destructive: false,
     idempotent: false,
     run: async (ctx, accountId, { id, idempotencyKey: key, ...body }) =>
-      (await replyToEmail(ctx, accountId, id, body, key === undefined ? null : idempotencyKeyOf(key))).body as object,
+      (await replyToEmail(ctx, accountId, id, parse(replySchema, body), keyOf(key))).body as object,
   }),
   readTool({
     name: "wait_for_email",
