@@ -1,8 +1,7 @@
-import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { callApi, type Stack, startStack, type TestAccount } from "@mailroom/stack";
 import type { DnsServer, Receiver, TestRelay } from "@mailroom/testing";
-import { sparePort, startDnsServer, startReceiver, startRelay, waitFor } from "@mailroom/testing";
+import { rawSession, sparePort, startDnsServer, startReceiver, startRelay, waitFor } from "@mailroom/testing";
 import nodemailer from "nodemailer";
 import { metricValue, type ServiceProcess, startService, stopService, waitReady } from "./service-processes.ts";
 
@@ -50,7 +49,17 @@ describe("metrics and health of every service process", () => {
           DNS_SERVERS: dns.server,
         },
       ],
-      ["smtp-ingest", { SMTP_PORT: String(smtpPort), SMTP_HOST: "127.0.0.1", SMTP_HOSTNAME: "mx.mailroom.test" }],
+      [
+        "smtp-ingest",
+        {
+          SMTP_PORT: String(smtpPort),
+          SMTP_HOST: "127.0.0.1",
+          SMTP_HOSTNAME: "mx.mailroom.test",
+          // The last test holds a transaction open through the drain: the budget (this less a fifth,
+          // at most 5 s less) must outlast a loaded machine, or the drain cuts it with 421 first.
+          SHUTDOWN_TIMEOUT_MS: "120000",
+        },
+      ],
       ["rule-engine", { DNS_SERVERS: dns.server, SMTP_HOSTNAME: "mx.mailroom.test" }],
       ["webhook-dispatcher", { ALLOW_PRIVATE_DESTINATIONS: "true", DNS_SERVERS: dns.server }],
       ["outbound-sender", { SMTP_RELAY_URL: relay.url }],
@@ -244,27 +253,42 @@ describe("metrics and health of every service process", () => {
 
   it("readiness is false while the SMTP ingest drains after SIGTERM; liveness stays true", async () => {
     const ingest = proc("smtp-ingest");
-    // An open session keeps the server closing (smtp-server waits for it up to its close timeout).
-    const session: Socket = connect(smtpPort, "127.0.0.1");
-    let greeting = "";
-    session.on("data", (d: Buffer) => {
-      greeting += d.toString();
-    });
-    session.on("error", () => undefined);
-    await waitFor(async () => greeting.startsWith("220"), { what: "the SMTP greeting" });
+    const exited = ingest.exited();
+    // A session in a mail transaction keeps the ingest in its drain until the transaction ends (an
+    // idle one gets 421 at once and the process may exit before the first /readyz poll).
+    const s = await rawSession(smtpPort);
+    const reply = async (line: string) => {
+      const n = s.lines.length;
+      s.write(line);
+      return waitFor(async () => s.lines.slice(n).find((l) => /^\d{3} /.test(l)) ?? false, {
+        what: `reply to ${line}`,
+      });
+    };
+    await s.next(/^220 /);
+    expect(await reply("EHLO drain.example")).toMatch(/^250 /);
+    expect(await reply("MAIL FROM:<alice@sender.example>")).toMatch(/^250 /);
+    expect(await reply("RCPT TO:<ops@metrics-e2e-example.com>")).toMatch(/^250 /);
 
     ingest.child.kill("SIGTERM");
     const draining = await waitFor(
       async () => {
+        if (ingest.child.exitCode !== null)
+          throw new Error(`smtp-ingest exited ${ingest.child.exitCode} mid-transaction`);
         const res = await fetch(`${ingest.healthUrl}/readyz`);
         return res.status === 503 ? ((await res.json()) as Record<string, unknown>) : false;
       },
-      { what: "/readyz 503 while draining", timeoutMs: 30_000, intervalMs: 20 },
+      { what: "/readyz 503 while draining", timeoutMs: 60_000, intervalMs: 20 },
     );
     expect(draining).toMatchObject({ ok: false, draining: true });
     expect((await fetch(`${ingest.healthUrl}/healthz`)).status).toBe(200);
+    // Still draining: the transaction is open, so readiness cannot have been read after the exit.
+    expect(ingest.child.exitCode).toBeNull();
 
-    session.destroy();
-    expect(await ingest.exited()).toBe(0);
-  }, 60_000);
+    // The open transaction finishes with its 250, then the drain says 421 and the process exits 0.
+    expect(await reply("DATA")).toMatch(/^354 /);
+    expect(await reply("Subject: drained\r\n\r\nHi\r\n.")).toMatch(/^250 2\.0\.0 /);
+    expect(await s.next(/^421 /)).toMatch(/^421 4\.3\.2 /);
+    await s.closed;
+    expect(await exited).toBe(0);
+  }, 120_000);
 });
